@@ -1,0 +1,332 @@
+"""Reading manifests and bundles, and computing their identity (digests and keys).
+
+A *document* is one JSON value: a manifest (it has ``kind``) or a bundle, an object of manifests
+by role. Kernel bundles: ``{run, protocol, environment, workload?, implementation?, operation?,
+project?}`` (the shape of KernelIndex's canonical run manifest). Serving bundles: ``{run,
+model?, configuration?, workload?, stack?}`` with a ServingRun as ``run``.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+from typing import Any
+
+import msgspec
+
+from events.errors import InvalidManifest
+from events.identity import (
+    PrimaryMeasurement,
+    comparison_key,
+    correctness_key,
+    primary_measurement,
+    serving_cohort_key,
+    serving_metric_set_key,
+    serving_protocol_key,
+    serving_topology_key,
+    spec_digest,
+)
+from events.manifests import validate
+from events.normalize import normalize
+from events.yamlcore import load_yaml
+
+__all__ = [
+    "BUNDLE_ROLES",
+    "Checked",
+    "KernelIdentity",
+    "ManifestIdentity",
+    "ServingIdentity",
+    "check_manifest",
+    "identify",
+    "is_bundle",
+    "parse_bundle",
+    "read_documents",
+]
+
+_JSON = msgspec.json.Decoder()
+
+KERNEL_ROLES = {
+    "run": "BenchmarkRun",
+    "protocol": "BenchmarkProtocol",
+    "environment": "ExecutionEnvironment",
+    "workload": ("WorkloadCase", "WorkloadSuite"),
+    "implementation": "ImplementationRevision",
+    "operation": "OperationSpec",
+    "project": "SoftwareProject",
+}
+SERVING_ROLES = {
+    "run": "ServingRun",
+    "model": "ModelRevision",
+    "configuration": "ServingConfiguration",
+    "workload": "ServingWorkload",
+    "stack": "ServingStackRevision",
+}
+BUNDLE_ROLES = frozenset(KERNEL_ROLES) | frozenset(SERVING_ROLES)
+
+
+def read_documents(data: bytes, *, source: str) -> list[Any]:
+    """Decode the documents of a file: a JSON value (an array is a list of documents), JSON
+    lines, or a YAML stream (possibly several ``---`` documents). The format follows the file
+    name (``.json``, ``.jsonl``, ``.yaml``/``.yml``), else the first character.
+
+    Raises:
+        InvalidManifest: the bytes are not valid JSON/YAML (the message says where).
+    """
+    suffix = PurePath(source).suffix.lower()
+    if suffix in (".yaml", ".yml"):
+        return [d for d in load_yaml(data, source=source) if d is not None]
+    if suffix == ".jsonl":
+        docs = []
+        for number, line in enumerate(data.splitlines(), start=1):
+            if line.strip():
+                docs.append(_decode_json(line, f"{source}:{number}"))
+        return docs
+    stripped = data.lstrip()
+    if suffix == ".json" or stripped[:1] in (b"{", b"["):
+        value = _decode_json(data, source)
+        return value if isinstance(value, list) else [value]
+    return [d for d in load_yaml(data, source=source) if d is not None]
+
+
+def _decode_json(data: bytes, source: str) -> Any:
+    try:
+        return _JSON.decode(data)
+    except msgspec.DecodeError as exc:
+        raise InvalidManifest(f"{source}: invalid JSON: {exc}") from None
+
+
+class Checked(msgspec.Struct, frozen=True):
+    """A validated, normalised manifest and its spec digest."""
+
+    kind: str
+    digest: str
+    name: str
+    manifest: dict[str, Any]
+
+
+def check_manifest(value: Any, *, source: str, path: str = "$") -> Checked:
+    """Validate and normalise one manifest and compute its spec digest.
+
+    Raises:
+        InvalidManifest: the manifest fails its schema or a duration is ambiguous.
+    """
+    typed = validate(value, source=source, path=path)
+    try:
+        normal = normalize(value)
+    except InvalidManifest as exc:
+        where = path + exc.details.get("path", "$")[1:]  # type: ignore[index]
+        raise InvalidManifest(
+            f"{source}: {where}: {exc.detail.split(': ', 1)[-1]}", path=where
+        ) from None
+    return Checked(typed.__struct_config__.tag, spec_digest(normal), typed.metadata.name, normal)  # type: ignore[arg-type]
+
+
+def is_bundle(value: Any) -> bool:
+    """True when a document is a bundle (an object with a ``run`` and no ``kind``)."""
+    return isinstance(value, dict) and "kind" not in value and "run" in value
+
+
+def parse_bundle(value: dict[str, Any], *, source: str, path: str = "$") -> dict[str, Checked]:
+    """Check every manifest of a bundle against the kind its role requires.
+
+    Raises:
+        InvalidManifest: an unknown role, a manifest of the wrong kind, or an invalid manifest.
+    """
+    run = check_manifest(value["run"], source=source, path=f"{path}.run")
+    roles = SERVING_ROLES if run.kind == "ServingRun" else KERNEL_ROLES
+    if run.kind not in ("BenchmarkRun", "ServingRun"):
+        raise InvalidManifest(
+            f"{source}: {path}.run: a bundle's run must be a BenchmarkRun or ServingRun, "
+            f"not {run.kind}",
+            path=f"{path}.run",
+        )
+    out = {"run": run}
+    for role, item in value.items():
+        if role == "run":
+            continue
+        if role not in roles:
+            raise InvalidManifest(
+                f"{source}: {path}.{role}: unknown bundle role (expected {', '.join(roles)})",
+                path=f"{path}.{role}",
+            )
+        checked = check_manifest(item, source=source, path=f"{path}.{role}")
+        want = roles[role]
+        if checked.kind not in (want if isinstance(want, tuple) else (want,)):
+            raise InvalidManifest(
+                f"{source}: {path}.{role}: expected {want}, found {checked.kind}",
+                path=f"{path}.{role}",
+            )
+        out[role] = checked
+    return out
+
+
+class ManifestIdentity(msgspec.Struct, frozen=True, omit_defaults=True):
+    """The identity of a single manifest that is not a run."""
+
+    kind: str
+    name: str
+    specDigest: str
+    correctnessKey: str | None = None
+    operationDigest: str | None = None
+
+
+class KernelIdentity(msgspec.Struct, frozen=True):
+    """Every digest and key of a kernel run; ``None`` where a manifest is still unresolved."""
+
+    kind: str
+    name: str
+    runDigest: str
+    protocolKey: str
+    environmentKey: str
+    workloadDigest: str
+    implementationDigest: str
+    operationDigest: str | None
+    correctnessKey: str | None
+    metricKey: str
+    primary: PrimaryMeasurement | None
+    comparisonKey: str | None
+    unresolved: list[str]
+
+
+class ServingIdentity(msgspec.Struct, frozen=True):
+    """Every digest and key of a serving run; ``None`` where a manifest is still unresolved."""
+
+    kind: str
+    name: str
+    runDigest: str
+    modelDigest: str
+    configurationDigest: str
+    workloadDigest: str
+    protocolKey: str | None
+    topologyKey: str
+    metricSetKey: str
+    cohortKey: str | None
+    unresolved: list[str]
+
+
+def _declared(source: str, field: str, declared: str, present: Checked | None) -> None:
+    if present is not None and present.digest != declared:
+        raise InvalidManifest(
+            f"{source}: $.run.spec.{field} is {declared} but the bundled manifest's digest is "
+            f"{present.digest}",
+            path=f"$.run.spec.{field}",
+        )
+
+
+def identify(
+    parts: dict[str, Checked], *, source: str
+) -> KernelIdentity | ServingIdentity | ManifestIdentity:
+    """Compute the identity of a bundle (``parse_bundle``) or of one manifest (``{"": m}``).
+
+    A run's declared digests must equal the recomputed digests of the manifests given with it.
+
+    Raises:
+        InvalidManifest: a declared digest differs from the bundled manifest's.
+    """
+    run = parts.get("run")
+    if run is None:
+        (only,) = parts.values()
+        return _single(only)
+    if run.kind == "ServingRun":
+        return _serving(parts, run, source)
+    return _kernel(parts, run, source)
+
+
+def _single(m: Checked) -> ManifestIdentity | KernelIdentity | ServingIdentity:
+    if m.kind in ("BenchmarkRun", "ServingRun"):
+        return identify({"run": m}, source="")
+    spec = m.manifest["spec"]
+    if m.kind in ("WorkloadCase", "WorkloadSuite"):
+        return ManifestIdentity(
+            m.kind, m.name, m.digest, correctness_key(m.manifest), spec["operationSpecDigest"]
+        )
+    if m.kind == "ImplementationRevision":
+        return ManifestIdentity(
+            m.kind, m.name, m.digest, operationDigest=spec["operation"]["specDigest"]
+        )
+    return ManifestIdentity(m.kind, m.name, m.digest)
+
+
+def _kernel(parts: dict[str, Checked], run: Checked, source: str) -> KernelIdentity:
+    spec = run.manifest["spec"]
+    for role, field in (
+        ("protocol", "protocolDigest"),
+        ("environment", "environmentDigest"),
+        ("workload", "workloadDigest"),
+        ("implementation", "implementationDigest"),
+    ):
+        _declared(source, field, spec[field], parts.get(role))
+    workload, operation = parts.get("workload"), parts.get("operation")
+    operation_digest = correctness = comparison = None
+    if workload is not None:
+        operation_digest = workload.manifest["spec"]["operationSpecDigest"]
+        if operation is not None and operation.digest != operation_digest:
+            raise InvalidManifest(
+                f"{source}: $.workload.spec.operationSpecDigest is {operation_digest} but the "
+                f"bundled operation's digest is {operation.digest}",
+                path="$.workload.spec.operationSpecDigest",
+            )
+        correctness = correctness_key(workload.manifest)
+    elif operation is not None:
+        operation_digest = operation.digest
+    primary = primary_measurement(run.manifest)
+    metric = primary.key if primary is not None else "none"
+    if workload is not None:
+        comparison = comparison_key(
+            operation=operation_digest,  # type: ignore[arg-type]
+            workload=spec["workloadDigest"],
+            protocol=spec["protocolDigest"],
+            environment=spec["environmentDigest"],
+            correctness=correctness,  # type: ignore[arg-type]
+            metric=metric,
+        )
+    unresolved = [
+        r
+        for r in ("protocol", "environment", "workload", "implementation", "operation")
+        if r not in parts
+    ]
+    return KernelIdentity(
+        run.kind,
+        run.name,
+        run.digest,
+        spec["protocolDigest"],
+        spec["environmentDigest"],
+        spec["workloadDigest"],
+        spec["implementationDigest"],
+        operation_digest,
+        correctness,
+        metric,
+        primary,
+        comparison,
+        unresolved,
+    )
+
+
+def _serving(parts: dict[str, Checked], run: Checked, source: str) -> ServingIdentity:
+    spec = run.manifest["spec"]
+    for role, field in (
+        ("model", "modelDigest"),
+        ("configuration", "configurationDigest"),
+        ("workload", "workloadDigest"),
+    ):
+        _declared(source, field, spec[field], parts.get(role))
+    model, workload = parts.get("model"), parts.get("workload")
+    protocol = serving_protocol_key(run.manifest, workload.manifest) if workload else None
+    cohort = (
+        serving_cohort_key(run.manifest, model.manifest, workload.manifest)
+        if model is not None and workload is not None
+        else None
+    )
+    unresolved = [r for r in ("model", "configuration", "workload") if r not in parts]
+    return ServingIdentity(
+        run.kind,
+        run.name,
+        run.digest,
+        spec["modelDigest"],
+        spec["configurationDigest"],
+        spec["workloadDigest"],
+        protocol,
+        serving_topology_key(run.manifest),
+        serving_metric_set_key(run.manifest),
+        cohort,
+        unresolved,
+    )

@@ -1,0 +1,27 @@
+"""The error hierarchy of ``events``: every error this package raises derives from EventError.
+
+Errors carry a human ``detail`` and keyword details; they know nothing about HTTP or exit codes
+(the edges map them, see ``service/problems.py``).
+"""
+
+from __future__ import annotations
+
+
+class EventError(Exception):
+    """Root of every error raised by ``events``."""
+
+    def __init__(self, detail: str, **details: object) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.details = details
+
+
+class InvalidManifest(EventError):
+    """A manifest (or bundle) is malformed, fails its schema, or contradicts itself.
+
+    ``details`` carries ``path`` (a JSON path such as ``$.spec.status``) when one field is to blame.
+    """
+
+
+class CanonicalizationError(EventError):
+    """A value cannot be encoded as RFC 8785 canonical JSON (NaN, infinity, a lone surrogate...)."""

@@ -1,0 +1,121 @@
+"""msgspec types for the 13 KernelIndex manifest kinds, and their validation.
+
+``validate`` checks a decoded JSON/YAML value against its kind and returns the typed manifest;
+the digests are computed from the (normalised) plain value, never from a re-encoding of the
+typed one, so nothing the source wrote is lost or reordered.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+
+from events.errors import InvalidManifest
+from events.manifests.common import API_VERSION, Manifest, Metadata
+from events.manifests.kernels import (
+    BenchmarkProtocol,
+    BenchmarkRun,
+    ExecutionEnvironment,
+    ImplementationRevision,
+    OperationSpec,
+    SoftwareProject,
+    WorkloadCase,
+    WorkloadSuite,
+)
+from events.manifests.serving import (
+    ModelRevision,
+    ServingConfiguration,
+    ServingRun,
+    ServingStackRevision,
+    ServingWorkload,
+)
+
+AnyManifest = (
+    BenchmarkRun
+    | BenchmarkProtocol
+    | ExecutionEnvironment
+    | WorkloadCase
+    | WorkloadSuite
+    | ImplementationRevision
+    | OperationSpec
+    | SoftwareProject
+    | ModelRevision
+    | ServingStackRevision
+    | ServingConfiguration
+    | ServingWorkload
+    | ServingRun
+)
+
+KINDS: dict[str, type[Manifest]] = {
+    cls.__struct_config__.tag: cls  # type: ignore[misc]
+    for cls in (
+        BenchmarkRun,
+        BenchmarkProtocol,
+        ExecutionEnvironment,
+        WorkloadCase,
+        WorkloadSuite,
+        ImplementationRevision,
+        OperationSpec,
+        SoftwareProject,
+        ModelRevision,
+        ServingStackRevision,
+        ServingConfiguration,
+        ServingWorkload,
+        ServingRun,
+    )
+}
+
+_AT = re.compile(r" - at `(\$[^`]*)`$")
+
+
+def validate(value: Any, *, source: str = "<manifest>", path: str = "$") -> AnyManifest:
+    """Check one decoded manifest against its kind's schema and return it typed.
+
+    Raises:
+        InvalidManifest: the value is not an object, names an unknown kind or apiVersion, lacks a
+            required field, has an unknown field, or a field breaks its constraint. The message
+            names the field as a JSON path (also in ``details["path"]``).
+    """
+    if not isinstance(value, dict):
+        raise InvalidManifest(f"{source}: {path}: a manifest must be an object", path=path)
+    kind = value.get("kind")
+    if kind not in KINDS:
+        where = f"{path}.kind"
+        known = ", ".join(sorted(KINDS))
+        raise InvalidManifest(
+            f"{source}: {where}: unknown kind {kind!r} (expected one of {known})", path=where
+        )
+    try:
+        typed: AnyManifest = msgspec.convert(value, AnyManifest)
+        return typed
+    except msgspec.ValidationError as exc:
+        message = str(exc)
+        match = _AT.search(message)
+        where = path + match.group(1)[1:] if match else path
+        reason = _AT.sub("", message)
+        raise InvalidManifest(f"{source}: {where}: {reason}", path=where) from None
+
+
+__all__ = [
+    "API_VERSION",
+    "KINDS",
+    "AnyManifest",
+    "BenchmarkProtocol",
+    "BenchmarkRun",
+    "ExecutionEnvironment",
+    "ImplementationRevision",
+    "Manifest",
+    "Metadata",
+    "ModelRevision",
+    "OperationSpec",
+    "ServingConfiguration",
+    "ServingRun",
+    "ServingStackRevision",
+    "ServingWorkload",
+    "SoftwareProject",
+    "WorkloadCase",
+    "WorkloadSuite",
+    "validate",
+]

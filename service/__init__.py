@@ -1,0 +1,1 @@
+"""The edges: CLI, HTTP app, commands, source importers, pages, configuration, logging."""

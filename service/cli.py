@@ -1,0 +1,98 @@
+"""The ``benchproof`` command line.
+
+Every subcommand takes ``--data DIR`` (and its other options) before or after its arguments,
+prints a one-line message on bad input, and exits 0 (ok), 1 (verification failed or a
+difference found), 2 (usage or invalid input) or 3 (not found).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from events.errors import EventError
+from service.errors import NotFound, ServiceError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NOT_FOUND = 0, 1, 2, 3
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def default_data_dir() -> Path:
+    return Path(os.environ.get("BENCHPROOF_DATA", "var"))
+
+
+def _common() -> argparse.ArgumentParser:
+    common = _Parser(add_help=False)
+    common.add_argument(
+        "--data",
+        type=Path,
+        default=argparse.SUPPRESS,
+        metavar="DIR",
+        help="data directory (default: $BENCHPROOF_DATA or ./var)",
+    )
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from service.commands import register_all
+
+    common = _common()
+    parser = _Parser(
+        prog="benchproof",
+        description="A signed, event-sourced, offline-verifiable index of benchmark runs.",
+        parents=[common],
+    )
+    sub: argparse._SubParsersAction[argparse.ArgumentParser]
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    register_all(sub, common)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; return the process exit code (the console script exits with it)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "data"):
+        args.data = default_data_dir()
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except NotFound as exc:
+        return _fail(exc.detail, EXIT_NOT_FOUND)
+    except (EventError, ServiceError) as exc:
+        return _fail(exc.detail, EXIT_USAGE)
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
+    except BrokenPipeError:
+        # The reader went away (``| head``); that is not our error.
+        sys.stderr.close()
+        return EXIT_OK
+
+
+def _fail(message: str, code: int) -> int:
+    one_line = " ".join(message.split())
+    sys.stderr.write(f"benchproof: error: {one_line}\n")
+    return code
+
+
+def run() -> NoReturn:
+    """Console-script entry point."""
+    raise SystemExit(main())
+
+
+if __name__ == "__main__":
+    run()

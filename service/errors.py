@@ -1,0 +1,20 @@
+"""The error hierarchy of ``service``: every error the edges raise derives from ServiceError."""
+
+from __future__ import annotations
+
+
+class ServiceError(Exception):
+    """Root of every error raised by ``service``."""
+
+    def __init__(self, detail: str, **details: object) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.details = details
+
+
+class UsageError(ServiceError):
+    """The command line or request is malformed (CLI exit 2)."""
+
+
+class NotFound(ServiceError):
+    """A run, group or file that was asked for does not exist (CLI exit 3, HTTP 404)."""
