@@ -25,3 +25,16 @@ class InvalidManifest(EventError):
 
 class CanonicalizationError(EventError):
     """A value cannot be encoded as RFC 8785 canonical JSON (NaN, infinity, a lone surrogate...)."""
+
+
+class ProofError(EventError):
+    """An inclusion or consistency proof does not verify, or was asked for impossible sizes."""
+
+
+class LogError(EventError):
+    """The log store refused an operation (a conflicting append, a closed store...)."""
+
+
+class LogCorrupted(LogError):
+    """The stored log is inconsistent with itself. ``details["position"]`` names the first bad
+    entry when one is to blame."""

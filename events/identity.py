@@ -23,13 +23,17 @@ from events.canonical import digest
 
 __all__ = [
     "PrimaryMeasurement",
+    "cohort_key",
     "comparison_key",
     "correctness_key",
     "metric_key",
+    "model_tokenizer",
     "primary_measurement",
     "serving_cohort_key",
     "serving_metric_set_key",
     "serving_protocol_key",
+    "serving_protocol_prefix",
+    "serving_protocol_suffix",
     "serving_topology_key",
     "spec_digest",
 ]
@@ -118,13 +122,21 @@ def comparison_key(
 
 def serving_protocol_key(run: dict[str, Any], workload: dict[str, Any]) -> str:
     """``harness.name/harness.version/placement|unspecified/streaming|non_streaming/loadGeneration``."""
-    spec, wspec = run["spec"], workload["spec"]
+    return serving_protocol_prefix(run) + serving_protocol_suffix(workload)
+
+
+def serving_protocol_prefix(run: dict[str, Any]) -> str:
+    """The run's part of the serving protocol key: ``name/version/placement/``."""
+    spec = run["spec"]
     harness = spec["harness"]
+    return f"{harness['name']}/{harness['version']}/{spec.get('placement', 'unspecified')}/"
+
+
+def serving_protocol_suffix(workload: dict[str, Any]) -> str:
+    """The workload's part of the serving protocol key: ``streaming/loadGeneration``."""
+    wspec = workload["spec"]
     streaming = "streaming" if wspec["streaming"] else "non_streaming"
-    placement = spec.get("placement", "unspecified")
-    return (
-        f"{harness['name']}/{harness['version']}/{placement}/{streaming}/{wspec['loadGeneration']}"
-    )
+    return f"{streaming}/{wspec['loadGeneration']}"
 
 
 def serving_topology_key(run: dict[str, Any]) -> str:
@@ -141,19 +153,46 @@ def serving_metric_set_key(run: dict[str, Any]) -> str:
     return ",".join(sorted(pairs, key=lambda s: s.encode("utf-16-be", "surrogatepass")))
 
 
-def serving_cohort_key(run: dict[str, Any], model: dict[str, Any], workload: dict[str, Any]) -> str:
+def model_tokenizer(model: dict[str, Any]) -> str | None:
+    """``model.spec.tokenizer.name`` or None."""
+    name = model["spec"].get("tokenizer", {}).get("name")
+    return name if isinstance(name, str) else None
+
+
+def cohort_key(
+    *,
+    model_digest: str,
+    tokenizer: str | None,
+    workload_digest: str,
+    protocol_key: str,
+    topology_key: str,
+    quality_policy: str,
+    metric_set_key: str,
+) -> str:
     """``H({modelDigest, tokenizer, workloadDigest, protocolKey, topologyKey, qualityPolicy,
-    metricSetKey})`` where tokenizer is ``model.spec.tokenizer.name`` or null."""
-    spec = run["spec"]
-    tokenizer = model["spec"].get("tokenizer", {}).get("name")
+    metricSetKey})`` (DESIGN.md §1)."""
     return digest(
         {
-            "modelDigest": spec["modelDigest"],
+            "modelDigest": model_digest,
             "tokenizer": tokenizer,
-            "workloadDigest": spec["workloadDigest"],
-            "protocolKey": serving_protocol_key(run, workload),
-            "topologyKey": serving_topology_key(run),
-            "qualityPolicy": spec["qualityPolicy"],
-            "metricSetKey": serving_metric_set_key(run),
+            "workloadDigest": workload_digest,
+            "protocolKey": protocol_key,
+            "topologyKey": topology_key,
+            "qualityPolicy": quality_policy,
+            "metricSetKey": metric_set_key,
         }
+    )
+
+
+def serving_cohort_key(run: dict[str, Any], model: dict[str, Any], workload: dict[str, Any]) -> str:
+    """The cohort key of a serving run from its model and workload manifests."""
+    spec = run["spec"]
+    return cohort_key(
+        model_digest=spec["modelDigest"],
+        tokenizer=model_tokenizer(model),
+        workload_digest=spec["workloadDigest"],
+        protocol_key=serving_protocol_key(run, workload),
+        topology_key=serving_topology_key(run),
+        quality_policy=spec["qualityPolicy"],
+        metric_set_key=serving_metric_set_key(run),
     )

@@ -18,3 +18,7 @@ class UsageError(ServiceError):
 
 class NotFound(ServiceError):
     """A run, group or file that was asked for does not exist (CLI exit 3, HTTP 404)."""
+
+
+class NotInitialised(NotFound):
+    """The data directory has no log yet (run ``benchproof init``)."""

@@ -10,14 +10,13 @@ import msgspec
 
 from events import check_manifest, identify, is_bundle, parse_bundle, read_documents
 from events.documents import KernelIdentity, ManifestIdentity, ServingIdentity
+from service.commands.base import Sub
 from service.errors import NotFound, UsageError
 
 _ENCODER = msgspec.json.Encoder()
 
 
-def register(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
-) -> None:
+def register(sub: Sub, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "digest",
         parents=[common],

@@ -1,0 +1,126 @@
+"""From a stored entry to the event a fold sees.
+
+Entries whose payload is our own event JSON decode directly. Entries whose payload is an
+in-toto Statement v1 (attestations and rerun results, signed by the attester or rerunner) are
+read into ``AttestationPosted`` / ``RerunCompleted``, with the signer's key id taken from the
+verified envelope.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from events.entries import EVENT_PAYLOAD_TYPE, INTOTO_PAYLOAD_TYPE, StoredEntry
+from events.errors import EventError
+from events.types import (
+    EVENT_DECODER,
+    AnyEvent,
+    AttestationPosted,
+    Measured,
+    RerunCompleted,
+)
+
+__all__ = ["InvalidStatement", "Statement", "decode_event", "statement_event"]
+
+
+class InvalidStatement(EventError):
+    """An in-toto statement is malformed or does not fit the entry type it was posted as."""
+
+
+class _Digests(msgspec.Struct, frozen=True):
+    sha256: str
+
+
+class _Subject(msgspec.Struct, frozen=True):
+    name: str
+    digest: _Digests
+
+
+class Statement(msgspec.Struct, frozen=True, rename={"type_": "_type"}):
+    """in-toto Statement v1 (the fields we read)."""
+
+    type_: str
+    subject: list[_Subject]
+    predicateType: str
+    predicate: dict[str, Any] = {}
+
+
+_STATEMENT = msgspec.json.Decoder(Statement)
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+
+
+class _RerunPredicate(msgspec.Struct, frozen=True):
+    correctnessPassed: bool
+    withinTolerance: bool
+    measured: Measured | None = None
+    requestId: str | None = None
+    toleranceVersion: str | None = None
+
+
+def statement_event(
+    entry_type: str, payload: bytes, signer: str
+) -> AttestationPosted | RerunCompleted:
+    """Read an in-toto statement as the event ``entry_type`` names.
+
+    Raises:
+        InvalidStatement: not an in-toto Statement v1 with exactly one run subject (by sha256),
+            or a rerun predicate that lacks its fields.
+    """
+    try:
+        statement = _STATEMENT.decode(payload)
+    except msgspec.DecodeError as exc:
+        raise InvalidStatement(f"not an in-toto statement: {exc}") from None
+    if statement.type_ != STATEMENT_TYPE:
+        raise InvalidStatement(f"statement _type must be {STATEMENT_TYPE}")
+    if len(statement.subject) != 1:
+        raise InvalidStatement("a statement must name exactly one run as its subject")
+    hex_digest = statement.subject[0].digest.sha256
+    if len(hex_digest) != 64 or any(c not in "0123456789abcdef" for c in hex_digest):
+        raise InvalidStatement("the subject digest must be 64 lowercase hex characters")
+    run_digest = "sha256:" + hex_digest
+    if entry_type == "attestation.posted.v1":
+        return AttestationPosted(
+            runDigest=run_digest,
+            predicateType=statement.predicateType,
+            predicate=statement.predicate,
+            attester=signer,
+        )
+    if entry_type == "rerun.completed.v1":
+        try:
+            result = msgspec.convert(statement.predicate, _RerunPredicate)
+        except msgspec.ValidationError as exc:
+            raise InvalidStatement(f"rerun predicate: {exc}") from None
+        return RerunCompleted(
+            runDigest=run_digest,
+            correctnessPassed=result.correctnessPassed,
+            withinTolerance=result.withinTolerance,
+            rerunner=signer,
+            measured=result.measured,
+            requestId=result.requestId,
+            toleranceVersion=result.toleranceVersion,
+        )
+    raise InvalidStatement(f"an in-toto statement cannot be a {entry_type} entry")
+
+
+def decode_event(entry: StoredEntry) -> AnyEvent:
+    """The event an entry records.
+
+    Raises:
+        EventError: the payload does not decode as the entry's type says.
+    """
+    if entry.payload_type == EVENT_PAYLOAD_TYPE:
+        try:
+            event = EVENT_DECODER.decode(entry.payload)
+        except msgspec.DecodeError as exc:
+            raise EventError(f"entry {entry.seq}: payload is not an event: {exc}") from None
+        tag = event.__struct_config__.tag
+        if tag != entry.type:
+            raise EventError(
+                f"entry {entry.seq}: the entry says {entry.type} but the payload is {tag}"
+            )
+        return event
+    if entry.payload_type == INTOTO_PAYLOAD_TYPE:
+        return statement_event(entry.type, entry.payload, entry.signer)
+    raise EventError(f"entry {entry.seq}: unknown payload type {entry.payload_type!r}")

@@ -1,0 +1,125 @@
+"""Log entries: the exact leaf bytes and how to read them back.
+
+A leaf is the JSON encoding of ``{"seq", "recordedAt", "type", "subject", "envelope"}`` (fields
+in that order), where ``envelope`` is a DSSE envelope signed by the actor, embedded byte for byte
+as the signer produced it. Leaves are stored as these exact bytes and never re-encoded; the
+Merkle leaf hash is ``SHA-256(0x00 || leaf)``.
+"""
+
+from __future__ import annotations
+
+import binascii
+import hashlib
+
+import msgspec
+
+from events.errors import LogCorrupted
+
+__all__ = [
+    "EVENT_PAYLOAD_TYPE",
+    "INTOTO_PAYLOAD_TYPE",
+    "DsseEnvelope",
+    "DsseSignature",
+    "Entry",
+    "Pending",
+    "StoredEntry",
+    "decode_leaf",
+    "encode_leaf",
+    "payload_digest",
+]
+
+EVENT_PAYLOAD_TYPE = "application/vnd.benchproof.event+json"
+INTOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
+
+
+class DsseSignature(msgspec.Struct, frozen=True):
+    keyid: str
+    sig: str
+
+
+class DsseEnvelope(msgspec.Struct, frozen=True):
+    """The DSSE envelope as stored (wire names)."""
+
+    payloadType: str
+    payload: str
+    signatures: list[DsseSignature]
+
+
+class _LeafOut(msgspec.Struct, frozen=True):
+    seq: int
+    recordedAt: str
+    type: str
+    subject: str
+    envelope: msgspec.Raw
+
+
+class Entry(msgspec.Struct, frozen=True):
+    """A decoded leaf."""
+
+    seq: int
+    recordedAt: str
+    type: str
+    subject: str
+    envelope: DsseEnvelope
+
+
+class Pending(msgspec.Struct, frozen=True):
+    """An event on its way into the log: its tag, subject and encoded payload, and, when the
+    actor signed it elsewhere (an attestation), the actor's envelope as received."""
+
+    type: str
+    subject: str
+    payload: bytes
+    payload_type: str = EVENT_PAYLOAD_TYPE
+    envelope: bytes | None = None
+
+
+class StoredEntry(msgspec.Struct, frozen=True):
+    """An entry as committed, with the facts a projection needs."""
+
+    seq: int
+    recordedAt: str
+    type: str
+    subject: str
+    payload_type: str
+    payload: bytes
+    payload_digest: str
+    signer: str
+
+
+_LEAF_ENCODER = msgspec.json.Encoder()
+_LEAF_DECODER = msgspec.json.Decoder(Entry)
+
+
+def encode_leaf(seq: int, recorded_at: str, type_: str, subject: str, envelope: bytes) -> bytes:
+    """The exact leaf bytes of an entry."""
+    return _LEAF_ENCODER.encode(_LeafOut(seq, recorded_at, type_, subject, msgspec.Raw(envelope)))
+
+
+def decode_leaf(leaf: bytes, *, position: int) -> Entry:
+    """Decode leaf bytes.
+
+    Raises:
+        LogCorrupted: the bytes are not a well-formed entry (``position`` names it).
+    """
+    try:
+        return _LEAF_DECODER.decode(leaf)
+    except msgspec.DecodeError as exc:
+        raise LogCorrupted(f"entry {position}: malformed leaf: {exc}", position=position) from None
+
+
+def decode_payload(envelope: DsseEnvelope, *, position: int) -> bytes:
+    """The payload bytes of an envelope (strict base64).
+
+    Raises:
+        LogCorrupted: the payload is not valid base64.
+    """
+    try:
+        return binascii.a2b_base64(envelope.payload, strict_mode=True)
+    except binascii.Error:
+        raise LogCorrupted(f"entry {position}: payload is not base64", position=position) from None
+
+
+def payload_digest(payload: bytes) -> str:
+    """The content digest that makes appends idempotent: ``sha256:<hex>`` of the payload."""
+    return "sha256:" + hashlib.sha256(payload).hexdigest()

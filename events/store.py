@@ -1,0 +1,441 @@
+"""The log store: an append-only SQLite database (WAL) of exact leaf bytes, the RFC 6962 tree
+over them, and the signed checkpoints.
+
+- ``entries`` holds each leaf as the exact bytes committed, its leaf hash and its payload's
+  content digest (UNIQUE: appending the same statement twice returns the existing entry).
+- ``tree_nodes`` holds every perfect subtree (level >= 1; level 0 is ``entries.leaf_hash``),
+  grown incrementally from the tree's right edge.
+- ``checkpoints`` holds the signed note of every size a batch committed; the latest always
+  covers every committed entry, because it is written in the batch's own transaction.
+- Triggers refuse UPDATE and DELETE on all three. One writer appends (a process lock plus
+  ``BEGIN IMMEDIATE`` across processes); a batch commits in one transaction with its tree nodes,
+  checkpoint and the projections it touches, so a crash leaves all of it or none.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import msgspec
+import sqlite_utils
+
+from events.checkpoints import checkpoint_body
+from events.entries import Pending, StoredEntry, encode_leaf, payload_digest
+from events.errors import LogError
+from events.merkle import (
+    EMPTY_ROOT,
+    CompactRange,
+    consistency_proof,
+    inclusion_proof,
+    leaf_hash,
+    subtree_hash,
+)
+
+__all__ = ["Appended", "LogStore", "format_instant"]
+
+SCHEMA_VERSION = 1
+
+BatchSigner = Callable[[Sequence[Pending]], list[bytes]]
+"""Signs the payloads of pendings (in order) and returns their DSSE envelopes as JSON bytes."""
+NoteSigner = Callable[[str], bytes]
+"""Signs a checkpoint body as a C2SP signed note and returns the note bytes."""
+Projector = Callable[[sqlite3.Connection, Sequence[StoredEntry]], None]
+"""Updates the projections with newly committed entries, inside the append transaction."""
+SignerOf = Callable[[bytes], str]
+"""Returns the key id of an envelope's (first) signature."""
+
+_APPEND_ONLY = """
+CREATE TRIGGER IF NOT EXISTS {table}_no_update BEFORE UPDATE ON {table}
+BEGIN SELECT RAISE(ABORT, '{table} is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS {table}_no_delete BEFORE DELETE ON {table}
+BEGIN SELECT RAISE(ABORT, '{table} is append-only'); END;
+"""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS entries (
+    seq INTEGER PRIMARY KEY,
+    recorded_at TEXT NOT NULL,
+    type TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    payload_digest TEXT NOT NULL UNIQUE,
+    leaf_hash BLOB NOT NULL,
+    leaf BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS entries_recorded_at ON entries (recorded_at);
+CREATE TABLE IF NOT EXISTS tree_nodes (
+    level INTEGER NOT NULL,
+    idx INTEGER NOT NULL,
+    hash BLOB NOT NULL,
+    PRIMARY KEY (level, idx)
+);
+CREATE TABLE IF NOT EXISTS checkpoints (
+    size INTEGER PRIMARY KEY,
+    root BLOB NOT NULL,
+    signed_at TEXT NOT NULL,
+    note BLOB NOT NULL
+);
+"""
+
+
+def format_instant(when: datetime) -> str:
+    """RFC 3339 UTC with milliseconds and ``Z``: the log's own recording time."""
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
+
+
+class Appended(msgspec.Struct, frozen=True):
+    """Where a pending event landed: its position, and whether this call appended it."""
+
+    seq: int
+    new: bool
+    payloadDigest: str
+
+
+class LogStore:
+    """The append-only log in one SQLite file. Not thread-safe for writes except through
+    ``append`` (which serialises on a lock); use ``reader()`` for concurrent reads."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection, origin: str) -> None:
+        self.path = path
+        self.origin = origin
+        self._conn = conn
+        self._lock = threading.RLock()
+        self._edge = self._load_edge()
+
+    # --- opening -----------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: Path, *, origin: str | None = None, create: bool = False) -> LogStore:
+        """Open (or, with ``create``, create) the log database at ``path``.
+
+        Raises:
+            LogError: the file does not exist and ``create`` is false, or its origin differs
+                from ``origin``, or its schema is newer than this code.
+        """
+        if not create and not path.exists():
+            raise LogError(f"no log at {path} (run `benchproof init`)")
+        conn = connect(path)
+        db = sqlite_utils.Database(conn)
+        with conn:
+            conn.executescript(_SCHEMA)
+            for table in ("entries", "tree_nodes", "checkpoints"):
+                conn.executescript(_APPEND_ONLY.format(table=table))
+        meta = {row[0]: row[1] for row in db.execute("SELECT key, value FROM meta")}
+        if "schema" in meta and int(meta["schema"]) > SCHEMA_VERSION:
+            raise LogError(f"{path}: schema {meta['schema']} is newer than this code understands")
+        stored = meta.get("origin")
+        if stored is None:
+            if origin is None:
+                raise LogError(f"{path}: the log has no origin yet")
+            with conn:
+                db.table("meta").insert_all(
+                    [
+                        {"key": "origin", "value": origin},
+                        {"key": "schema", "value": str(SCHEMA_VERSION)},
+                    ],
+                    replace=True,
+                )
+            stored = origin
+        elif origin is not None and origin != stored:
+            raise LogError(f"{path}: the log's origin is {stored!r}, not {origin!r}")
+        return cls(path, conn, stored)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The writer's connection (projections read and write through it in a batch)."""
+        return self._conn
+
+    # --- the tree ----------------------------------------------------------------------------
+
+    def _stored_size(self) -> int:
+        row = self._conn.execute("SELECT max(seq) FROM entries").fetchone()
+        return 0 if row[0] is None else int(row[0]) + 1
+
+    def _load_edge(self) -> CompactRange:
+        return CompactRange.load(self._stored_size(), self.read_node)
+
+    def read_node(self, level: int, index: int) -> bytes:
+        """The hash of the perfect subtree ``(level, index)``.
+
+        Raises:
+            LogError: the node is not stored (beyond the tree, or the store is damaged).
+        """
+        if level == 0:
+            row = self._conn.execute(
+                "SELECT leaf_hash FROM entries WHERE seq = ?", (index,)
+            ).fetchone()
+        else:
+            row = self._conn.execute(
+                "SELECT hash FROM tree_nodes WHERE level = ? AND idx = ?", (level, index)
+            ).fetchone()
+        if row is None:
+            raise LogError(f"tree node ({level}, {index}) is not stored")
+        return bytes(row[0])
+
+    @property
+    def size(self) -> int:
+        """The number of committed entries (as this process last saw them)."""
+        return self._edge.size
+
+    def refresh(self) -> int:
+        """Catch up with entries another process appended; return the size."""
+        with self._lock:
+            if self._stored_size() != self._edge.size:
+                self._edge = self._load_edge()
+            return self._edge.size
+
+    def root(self, size: int | None = None) -> bytes:
+        """MTH of the first ``size`` entries (default: all)."""
+        if size is None or size == self._edge.size:
+            return self._edge.root()
+        self._check_size(size)
+        return subtree_hash(0, size, self.read_node) if size else EMPTY_ROOT
+
+    def _check_size(self, size: int) -> None:
+        current = self.refresh()
+        if not 0 <= size <= current:
+            raise LogError(f"the log has {current} entries, not {size}", size=size)
+
+    def inclusion_proof(self, index: int, size: int) -> list[bytes]:
+        """RFC 6962 inclusion proof of entry ``index`` in the tree of ``size`` entries.
+
+        Raises:
+            LogError: ``size`` is beyond the log. ProofError: ``index`` is not below ``size``.
+        """
+        self._check_size(size)
+        return inclusion_proof(index, size, self.read_node)
+
+    def consistency_proof(self, old: int, new: int) -> list[bytes]:
+        """RFC 6962 consistency proof from ``old`` to ``new`` entries.
+
+        Raises:
+            LogError: ``new`` is beyond the log. ProofError: unless ``0 < old <= new``.
+        """
+        self._check_size(new)
+        return consistency_proof(old, new, self.read_node)
+
+    # --- reading entries ---------------------------------------------------------------------
+
+    def leaves(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, bytes]]:
+        """``(seq, leaf bytes)`` in order, for ``start <= seq < end``."""
+        stop = self._stored_size() if end is None else end
+        cursor = self._conn.execute(
+            "SELECT seq, leaf FROM entries WHERE seq >= ? AND seq < ? ORDER BY seq", (start, stop)
+        )
+        for seq, leaf in cursor:
+            yield seq, bytes(leaf)
+
+    def latest_checkpoint(self) -> tuple[int, bytes] | None:
+        """``(size, signed note)`` of the newest checkpoint, or None before the first."""
+        row = self._conn.execute(
+            "SELECT size, note FROM checkpoints ORDER BY size DESC LIMIT 1"
+        ).fetchone()
+        return None if row is None else (int(row[0]), bytes(row[1]))
+
+    def checkpoint(self, size: int) -> bytes | None:
+        """The signed note of the checkpoint at ``size``, if one was published."""
+        row = self._conn.execute("SELECT note FROM checkpoints WHERE size = ?", (size,)).fetchone()
+        return None if row is None else bytes(row[0])
+
+    def seq_at_or_before(self, instant: str) -> int:
+        """The tree size as it stood at ``instant`` (entries recorded at or before it)."""
+        row = self._conn.execute(
+            "SELECT max(seq) FROM entries WHERE recorded_at <= ?", (instant,)
+        ).fetchone()
+        return 0 if row[0] is None else int(row[0]) + 1
+
+    def find(self, digests: Sequence[str]) -> dict[str, int]:
+        """The positions of entries whose payload digests are among ``digests``."""
+        found: dict[str, int] = {}
+        for i in range(0, len(digests), 500):
+            chunk = list(digests[i : i + 500])
+            marks = ",".join("?" * len(chunk))
+            for digest, seq in self._conn.execute(
+                f"SELECT payload_digest, seq FROM entries WHERE payload_digest IN ({marks})",  # noqa: S608
+                chunk,
+            ):
+                found[digest] = int(seq)
+        return found
+
+    # --- appending ---------------------------------------------------------------------------
+
+    def append(
+        self,
+        pending: Sequence[Pending],
+        *,
+        sign: BatchSigner,
+        sign_checkpoint: NoteSigner,
+        signer_of: SignerOf,
+        now: datetime,
+        project: Projector | None = None,
+    ) -> list[Appended]:
+        """Append a batch in one transaction: entries, tree nodes, the projections (through
+        ``project``) and a signed checkpoint covering them. Entries whose payload the log already
+        holds are not appended again; their existing positions are returned.
+
+        Raises:
+            LogError: the batch could not be committed (nothing of it was).
+        """
+        digests = [payload_digest(p.payload) for p in pending]
+        with self._lock:
+            known = self.find(digests)
+            first: dict[str, int] = {}
+            for i, d in enumerate(digests):
+                if d not in known and d not in first:
+                    first[d] = i
+            todo = list(first.values())
+            appended: set[str] = set()
+            if todo:
+                # Sign before taking the write lock, so the lock is held only to write.
+                unsigned = [pending[i] for i in todo if pending[i].envelope is None]
+                signed = iter(sign(unsigned))
+                envelopes = [
+                    env if (env := pending[i].envelope) is not None else next(signed) for i in todo
+                ]
+                appended = self._commit(
+                    [pending[i] for i in todo],
+                    [digests[i] for i in todo],
+                    envelopes,
+                    sign_checkpoint,
+                    signer_of,
+                    now,
+                    project,
+                    known,
+                )
+            out = []
+            for i, d in enumerate(digests):
+                out.append(Appended(known[d], d in appended and first.get(d) == i, d))
+            return out
+
+    def _commit(
+        self,
+        items: list[Pending],
+        digests: list[str],
+        envelopes: list[bytes],
+        sign_checkpoint: NoteSigner,
+        signer_of: SignerOf,
+        now: datetime,
+        project: Projector | None,
+        known: dict[str, int],
+    ) -> set[str]:
+        """Write the batch; fill ``known`` with every position; return the digests appended."""
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Another writer may have appended since we looked: re-check under the lock.
+            raced = self.find(digests)
+            if self._stored_size() != self._edge.size:
+                self._edge = self._load_edge()
+            last = conn.execute("SELECT max(recorded_at) FROM entries").fetchone()[0]
+            recorded_at = max(format_instant(now), last or "")
+            rows, nodes, stored = [], [], []
+            edge = self._edge
+            for item, digest, envelope in zip(items, digests, envelopes, strict=True):
+                if digest in raced:
+                    known[digest] = raced[digest]
+                    continue
+                seq = edge.size
+                leaf = encode_leaf(seq, recorded_at, item.type, item.subject, envelope)
+                lh = leaf_hash(leaf)
+                for level, index, h in edge.append(lh):
+                    if level:
+                        nodes.append((level, index, h))
+                rows.append((seq, recorded_at, item.type, item.subject, digest, lh, leaf))
+                known[digest] = seq
+                stored.append(
+                    StoredEntry(
+                        seq,
+                        recorded_at,
+                        item.type,
+                        item.subject,
+                        item.payload_type,
+                        item.payload,
+                        digest,
+                        signer_of(envelope),
+                    )
+                )
+            conn.executemany(
+                "INSERT INTO entries (seq, recorded_at, type, subject, payload_digest, leaf_hash, leaf)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            conn.executemany("INSERT INTO tree_nodes (level, idx, hash) VALUES (?, ?, ?)", nodes)
+            if project is not None and stored:
+                project(conn, stored)
+            if stored:
+                root = edge.root()
+                note = sign_checkpoint(checkpoint_body(self.origin, edge.size, root))
+                conn.execute(
+                    "INSERT INTO checkpoints (size, root, signed_at, note) VALUES (?, ?, ?, ?)",
+                    (edge.size, root, recorded_at, note),
+                )
+            conn.execute("COMMIT")
+            self._edge = edge
+            return {e.payload_digest for e in stored}
+        except BaseException:
+            conn.execute("ROLLBACK")
+            self._edge = self._load_edge()
+            raise
+
+    def publish_checkpoint(self, sign_checkpoint: NoteSigner, now: datetime) -> tuple[int, bytes]:
+        """Sign a checkpoint for the current size if the latest one is behind (or absent), and
+        return the latest ``(size, note)``."""
+        with self._lock:
+            size = self.refresh()
+            latest = self.latest_checkpoint()
+            if latest is not None and latest[0] == size:
+                return latest
+            root = self.root()
+            note = sign_checkpoint(checkpoint_body(self.origin, size, root))
+            with self._conn:
+                self._conn.execute(
+                    "INSERT OR IGNORE INTO checkpoints (size, root, signed_at, note) VALUES (?, ?, ?, ?)",
+                    (size, root, format_instant(now), note),
+                )
+            latest = self.latest_checkpoint()
+            assert latest is not None  # noqa: S101 - just written
+            return latest
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """A connection in WAL mode with durable commits (``synchronous=FULL``) and autocommit off
+    (transactions are explicit)."""
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=60)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute("PRAGMA busy_timeout=60000")
+    return conn
+
+
+def stored_entries(
+    store: LogStore, start: int = 0, end: int | None = None, *, signer_of: SignerOf
+) -> Iterator[StoredEntry]:
+    """The entries ``start <= seq < end`` as projections see them (payload decoded).
+
+    Raises:
+        LogCorrupted: a leaf or payload does not decode.
+    """
+    from events.entries import decode_leaf, decode_payload
+
+    for seq, leaf in store.leaves(start, end):
+        entry = decode_leaf(leaf, position=seq)
+        payload = decode_payload(entry.envelope, position=seq)
+        signer = entry.envelope.signatures[0].keyid if entry.envelope.signatures else ""
+        yield StoredEntry(
+            seq,
+            entry.recordedAt,
+            entry.type,
+            entry.subject,
+            entry.envelope.payloadType,
+            payload,
+            payload_digest(payload),
+            signer,
+        )

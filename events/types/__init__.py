@@ -1,0 +1,111 @@
+"""Every stored event type, as frozen msgspec Structs in one tagged union (``AnyEvent``).
+
+Tags are ``family.verb.vN`` and never change; a changed meaning gets a new tag.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from events.types.attestations import (
+    ATTESTATION_PREDICATE,
+    AttestationEvent,
+    AttestationHidden,
+    AttestationPosted,
+    AttestationWithdrawn,
+    ReportEvent,
+    ReportFiled,
+    ReportResolved,
+)
+from events.types.base import Event, KeyId, Origin, Sha256
+from events.types.keys import KeyEvent, KeyRegistered, KeyRevoked, KeyRotated, Role
+from events.types.manifests import ManifestEvent, ManifestRecorded
+from events.types.policies import CitationNotarized, PolicyChanged, PolicyEvent
+from events.types.reruns import (
+    RERUN_PREDICATE,
+    Measured,
+    RerunClaimed,
+    RerunCompleted,
+    RerunEvent,
+    RerunRequested,
+)
+from events.types.runs import RunEvent, RunIngested, RunRetracted, RunSuperseded
+from events.types.sources import SourceEvent, SourceRegistered
+
+AnyEvent = (
+    KeyEvent
+    | SourceEvent
+    | ManifestEvent
+    | RunEvent
+    | AttestationEvent
+    | ReportEvent
+    | RerunEvent
+    | PolicyEvent
+)
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.__struct_config__.tag: cls  # type: ignore[misc]
+    for cls in (
+        KeyRegistered,
+        KeyRevoked,
+        KeyRotated,
+        SourceRegistered,
+        ManifestRecorded,
+        RunIngested,
+        RunSuperseded,
+        RunRetracted,
+        AttestationPosted,
+        AttestationWithdrawn,
+        AttestationHidden,
+        ReportFiled,
+        ReportResolved,
+        RerunRequested,
+        RerunClaimed,
+        RerunCompleted,
+        PolicyChanged,
+        CitationNotarized,
+    )
+}
+
+EVENT_ENCODER = msgspec.json.Encoder()
+EVENT_DECODER: msgspec.json.Decoder[AnyEvent] = msgspec.json.Decoder(AnyEvent)
+
+
+def event_tag(event: Event) -> str:
+    """The stored tag of an event (``family.verb.vN``)."""
+    return event.__struct_config__.tag  # type: ignore[return-value]
+
+
+__all__ = [
+    "ATTESTATION_PREDICATE",
+    "EVENT_DECODER",
+    "EVENT_ENCODER",
+    "EVENT_TYPES",
+    "RERUN_PREDICATE",
+    "AnyEvent",
+    "AttestationHidden",
+    "AttestationPosted",
+    "AttestationWithdrawn",
+    "CitationNotarized",
+    "Event",
+    "KeyId",
+    "KeyRegistered",
+    "KeyRevoked",
+    "KeyRotated",
+    "ManifestRecorded",
+    "Measured",
+    "Origin",
+    "PolicyChanged",
+    "ReportFiled",
+    "ReportResolved",
+    "RerunClaimed",
+    "RerunCompleted",
+    "RerunRequested",
+    "Role",
+    "RunIngested",
+    "RunRetracted",
+    "RunSuperseded",
+    "Sha256",
+    "SourceRegistered",
+    "event_tag",
+]

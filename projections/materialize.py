@@ -1,0 +1,557 @@
+"""Materialising the folds in SQLite, in the append transaction or by replay from position 0.
+
+For each entry the materialiser decodes the event, routes it to the aggregates it may concern,
+folds them (pure functions in ``runs``, ``groups``, ``keyring``) and records what changed as
+version rows: the version an entry at position ``s`` makes is valid from tree size ``s + 1``.
+Within a batch the aggregates live in memory; the rows are written once, at the end.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from events.decoding import decode_event
+from events.entries import StoredEntry
+from events.types import (
+    AnyEvent,
+    AttestationHidden,
+    AttestationPosted,
+    AttestationWithdrawn,
+    CitationNotarized,
+    ManifestRecorded,
+    PolicyChanged,
+    ReportFiled,
+    ReportResolved,
+    RerunClaimed,
+    RerunCompleted,
+    RerunRequested,
+    RunIngested,
+    RunRetracted,
+    RunSuperseded,
+    SourceRegistered,
+)
+from projections import schema
+from projections.groups import MemberChange, fold_group
+from projections.keyring import KeyView, fold_keys
+from projections.runs import Context, carried_manifests, fold_run
+from projections.views import GroupView, LeaderChange, Member, RunView
+
+__all__ = ["Materializer", "load_keys"]
+
+_ENC = msgspec.json.Encoder()
+_RUN = msgspec.json.Decoder(RunView)
+_KEY = msgspec.json.Decoder(KeyView)
+NAME = "all"
+
+
+def _member(view: RunView | None) -> tuple[str | None, Member | None]:
+    if view is None:
+        return None, None
+    key = view.group_key
+    if not view.eligible or key is None or view.primaryValue is None:
+        return key, None
+    return key, Member(view.observedAt, view.runDigest, float(view.primaryValue))
+
+
+def load_keys(conn: sqlite3.Connection) -> dict[str, KeyView]:
+    """Every key the projection knows."""
+    out = {}
+    for key_id, role, name, public, since, until, reason, rotated in conn.execute(
+        "SELECT key_id, role, name, public_key, valid_from, revoked_at, revoked_reason, rotated_to FROM p_keys"
+    ):
+        out[key_id] = KeyView(key_id, role, name, public, since, until, reason, rotated)
+    return out
+
+
+class _Versions:
+    """Version rows of one versioned table, gathered during a batch."""
+
+    def __init__(self) -> None:
+        self.rows: dict[Any, list[list[Any]]] = {}  # key -> [[valid_from, valid_to, payload]]
+        self.close_db: dict[Any, int] = {}  # key -> valid_to for the row current before the batch
+
+    def add(self, key: Any, valid_from: int, payload: Any, *, had_db_row: bool) -> None:
+        versions = self.rows.setdefault(key, [])
+        if versions and versions[-1][0] == valid_from:
+            versions[-1][2] = payload  # two changes at one position: the last one stands
+            return
+        if versions:
+            versions[-1][1] = valid_from
+        elif had_db_row:
+            self.close_db[key] = valid_from
+        versions.append([valid_from, None, payload])
+
+
+class _Batch:
+    """The in-memory state of one batch of entries."""
+
+    def __init__(self, conn: sqlite3.Connection, keys: Mapping[str, KeyView]) -> None:
+        self.conn = conn
+        self.keys = keys
+        self.keys_changed = False
+        self.runs: dict[str, RunView | None] = {}
+        self.run_in_db: set[str] = set()
+        self.run_versions = _Versions()
+        self.groups: dict[str, GroupView] = {}
+        self.group_in_db: set[str] = set()
+        self.group_versions = _Versions()
+        self.leader_rows: dict[str, dict[tuple[str, str | None, str], int]] = {}
+        self.leader_closed: list[tuple[int, str, str, int]] = []
+        self.leader_new: dict[tuple[str, str, int], list[Any]] = {}
+        self.waiting: dict[str, set[str]] = {}
+        self.waiting_loaded: set[str] = set()
+        self.waiting_add: set[tuple[str, str]] = set()
+        self.waiting_del: set[tuple[str, str]] = set()
+        self.aliases: list[tuple[str, str, int]] = []
+        self.manifests: dict[str, tuple[str, str, int, bytes]] = {}
+        self.rows: dict[str, list[tuple[Any, ...]]] = {}
+        self.updates: dict[str, list[tuple[Any, ...]]] = {}
+
+    # --- loading ---------------------------------------------------------------------------
+
+    def run(self, digest: str) -> RunView | None:
+        if digest not in self.runs:
+            row = self.conn.execute(
+                "SELECT view FROM p_runs WHERE run_digest = ? AND valid_to IS NULL", (digest,)
+            ).fetchone()
+            self.runs[digest] = None if row is None else _RUN.decode(row[0])
+            if row is not None:
+                self.run_in_db.add(digest)
+        return self.runs[digest]
+
+    def waiting_for(self, digest: str) -> set[str]:
+        if digest not in self.waiting_loaded:
+            self.waiting_loaded.add(digest)
+            rows = self.conn.execute("SELECT run_digest FROM p_waiting WHERE digest = ?", (digest,))
+            self.waiting.setdefault(digest, set()).update(r[0] for r in rows)
+        return self.waiting.get(digest, set())
+
+    def group(self, key: str, template: RunView) -> GroupView:
+        if key in self.groups:
+            return self.groups[key]
+        meta = self.conn.execute(
+            "SELECT kind, metric_key, direction, best, policy_version FROM p_groups"
+            " WHERE group_key = ? AND valid_to IS NULL",
+            (key,),
+        ).fetchone()
+        if meta is None:
+            group = GroupView(key, template.metricKey, template.direction, template.kind)
+        else:
+            self.group_in_db.add(key)
+            members = tuple(
+                sorted(
+                    Member(obs, digest, value)
+                    for obs, digest, value in self.conn.execute(
+                        "SELECT observed_at, run_digest, primary_value FROM p_runs"
+                        " WHERE group_key = ? AND eligible = 1 AND valid_to IS NULL",
+                        (key,),
+                    )
+                )
+            )
+            rows = self.conn.execute(
+                "SELECT run_digest, previous_run_digest, at, cause, policy_version, valid_from"
+                " FROM p_leaders WHERE group_key = ? AND valid_to IS NULL ORDER BY at, run_digest",
+                (key,),
+            ).fetchall()
+            history = tuple(LeaderChange(key, r[0], r[2], r[3], r[4], r[1]) for r in rows)
+            self.leader_rows[key] = {(r[0], r[1], r[2]): r[5] for r in rows}
+            group = GroupView(key, meta[1], meta[2], meta[0], members, history, meta[3], meta[4])
+        self.groups[key] = group
+        self.leader_rows.setdefault(key, {})
+        return group
+
+    # --- applying --------------------------------------------------------------------------
+
+    def role(self, signer: str, seq: int) -> str | None:
+        key = self.keys.get(signer)
+        return key.role if key is not None and key.valid_at(seq) else None
+
+    def apply(self, entry: StoredEntry) -> None:
+        event = decode_event(entry)
+        ctx = Context(
+            entry.seq, entry.recordedAt, self.role(entry.signer, entry.seq), entry.payload_digest
+        )
+        keys = fold_keys(self.keys, event, entry.seq)
+        if keys is not self.keys:
+            self.keys, self.keys_changed = keys, True
+        for digest in self._targets(event):
+            self._fold_run(digest, event, ctx)
+        self._record(event, ctx)
+
+    def _targets(self, event: AnyEvent) -> list[str]:
+        match event:
+            case RunIngested():
+                targets = {event.runDigest}
+                for digest in carried_manifests(event):
+                    targets |= self.waiting_for(digest)
+                return sorted(targets)
+            case ManifestRecorded():
+                return sorted(self.waiting_for(event.digest))
+            case RunSuperseded() | RunRetracted() | RerunCompleted():
+                return [event.runDigest]
+            case _:
+                return []
+
+    def _fold_run(self, digest: str, event: AnyEvent, ctx: Context) -> None:
+        old = self.run(digest)
+        new = fold_run(digest, old, event, ctx)
+        if new is None or new == old:
+            return
+        self.runs[digest] = new
+        self.run_versions.add(digest, ctx.seq + 1, new, had_db_row=digest in self.run_in_db)
+        before = set(old.waitingOn) if old is not None else set()
+        for d in before - set(new.waitingOn):
+            self.waiting_for(d).discard(digest)
+            self.waiting_del.add((d, digest))
+            self.waiting_add.discard((d, digest))
+        for d in set(new.waitingOn) - before:
+            self.waiting_for(d).add(digest)
+            self.waiting_add.add((d, digest))
+            self.waiting_del.discard((d, digest))
+        if old is None:
+            self.aliases.extend((alias, digest, ctx.seq + 1) for alias in new.aliases)
+        old_key, old_member = _member(old)
+        new_key, new_member = _member(new)
+        if (old_key, old_member) == (new_key, new_member):
+            return
+        if old_key is not None and old_member is not None and old_key != new_key:
+            self._change_group(old_key, old, MemberChange(old_member, None), ctx.seq)
+        if new_key is not None and (new_member is not None or old_key == new_key):
+            before_member = old_member if old_key == new_key else None
+            self._change_group(new_key, new, MemberChange(before_member, new_member), ctx.seq)
+
+    def _change_group(
+        self, key: str, template: RunView | None, change: MemberChange, seq: int
+    ) -> None:
+        assert template is not None  # noqa: S101 - a member change always comes from a run
+        old = self.group(key, template)
+        new = fold_group(old, change)
+        if new == old:
+            return
+        self.groups[key] = new
+        self.group_versions.add(key, seq + 1, new, had_db_row=key in self.group_in_db)
+        if new.history != old.history:
+            self._diff_leaders(key, old.history, new.history, seq + 1)
+
+    def _diff_leaders(
+        self, key: str, old: tuple[LeaderChange, ...], new: tuple[LeaderChange, ...], at: int
+    ) -> None:
+        current = self.leader_rows[key]
+        ident = {(c.runDigest, c.previousRunDigest, c.at): c for c in new}
+        for row_id in [r for r in current if r not in ident]:
+            since = current.pop(row_id)
+            pending = self.leader_new.get((key, row_id[0], since))
+            if pending is not None and since == at:
+                del self.leader_new[(key, row_id[0], since)]
+            elif pending is not None:
+                pending[-1] = at
+            else:
+                self.leader_closed.append((at, key, row_id[0], since))
+        for row_id, change in ident.items():
+            if row_id in current:
+                continue
+            current[row_id] = at
+            self.leader_new[(key, change.runDigest, at)] = [
+                key,
+                change.runDigest,
+                change.previousRunDigest,
+                change.at,
+                change.cause,
+                change.policyVersion,
+                at,
+                None,
+            ]
+
+    def _record(self, event: AnyEvent, ctx: Context) -> None:
+        at = ctx.seq + 1
+        match event:
+            case RunIngested():
+                for digest, manifest in carried_manifests(event).items():
+                    self._manifest(digest, manifest, at)
+            case ManifestRecorded():
+                self._manifest(event.digest, event.manifest, at)
+            case SourceRegistered():
+                self._row(
+                    "p_sources",
+                    (event.source, event.name, event.url, event.license, event.notice, at),
+                )
+            case AttestationPosted():
+                self._row(
+                    "p_attestations",
+                    (
+                        ctx.payloadDigest,
+                        event.runDigest,
+                        event.attester,
+                        event.predicateType,
+                        _ENC.encode(event.predicate),
+                        at,
+                        ctx.recordedAt,
+                        None,
+                        None,
+                        None,
+                    ),
+                )
+            case AttestationWithdrawn():
+                self._update(
+                    "p_attestations", "withdrawn_at", (at, event.reason, event.attestationId)
+                )
+            case AttestationHidden():
+                self._update("p_attestations", "hidden_at", (at, event.reason, event.attestationId))
+            case ReportFiled():
+                self._row(
+                    "p_reports",
+                    (
+                        ctx.payloadDigest,
+                        event.runDigest,
+                        event.category,
+                        event.text,
+                        event.reporter,
+                        at,
+                        ctx.recordedAt,
+                        None,
+                        None,
+                        None,
+                    ),
+                )
+            case ReportResolved():
+                self._update(
+                    "p_reports", "resolved", (at, event.resolution, event.note, event.reportId)
+                )
+            case RerunRequested():
+                self._row(
+                    "p_reruns",
+                    (
+                        ctx.payloadDigest,
+                        event.runDigest,
+                        "requested",
+                        "index",
+                        at,
+                        ctx.recordedAt,
+                        None,
+                        _ENC.encode(event),
+                    ),
+                )
+            case RerunClaimed():
+                self._row(
+                    "p_reruns",
+                    (
+                        ctx.payloadDigest,
+                        "",
+                        "claimed",
+                        event.worker,
+                        at,
+                        ctx.recordedAt,
+                        event.requestId,
+                        _ENC.encode(event),
+                    ),
+                )
+            case RerunCompleted():
+                self._row(
+                    "p_reruns",
+                    (
+                        ctx.payloadDigest,
+                        event.runDigest,
+                        "completed",
+                        event.rerunner,
+                        at,
+                        ctx.recordedAt,
+                        event.requestId,
+                        _ENC.encode(event),
+                    ),
+                )
+            case CitationNotarized():
+                self._row(
+                    "p_citations",
+                    (
+                        ctx.payloadDigest,
+                        event.runDigest,
+                        event.permalink,
+                        event.accessedAt,
+                        event.checkpointSize,
+                        at,
+                    ),
+                )
+            case PolicyChanged():
+                self._row(
+                    "p_policies", (event.policy, at, event.version, _ENC.encode(event.parameters))
+                )
+            case _:
+                pass
+
+    def _manifest(self, digest: str, manifest: dict[str, Any], at: int) -> None:
+        if digest not in self.manifests:
+            self.manifests[digest] = (
+                manifest["kind"],
+                manifest["metadata"]["name"],
+                at,
+                _ENC.encode(manifest),
+            )
+
+    def _row(self, table: str, row: tuple[Any, ...]) -> None:
+        self.rows.setdefault(table, []).append(row)
+
+    def _update(self, table: str, what: str, row: tuple[Any, ...]) -> None:
+        self.updates.setdefault(f"{table}:{what}", []).append(row)
+
+    # --- writing ---------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        conn = self.conn
+        conn.executemany(
+            "UPDATE p_runs SET valid_to = ? WHERE run_digest = ? AND valid_to IS NULL",
+            [(v, k) for k, v in self.run_versions.close_db.items()],
+        )
+        run_rows = []
+        for digest, versions in self.run_versions.rows.items():
+            for valid_from, valid_to, view in versions:
+                run_rows.append(
+                    (
+                        digest,
+                        valid_from,
+                        valid_to,
+                        view.kind,
+                        view.group_key,
+                        int(view.eligible),
+                        view.primaryValue,
+                        view.direction,
+                        view.observedAt,
+                        view.source,
+                        view.evidenceLevel,
+                        view.hardware,
+                        view.status,
+                        _ENC.encode(view),
+                    )
+                )
+        conn.executemany("INSERT INTO p_runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", run_rows)
+        conn.executemany(
+            "UPDATE p_groups SET valid_to = ? WHERE group_key = ? AND valid_to IS NULL",
+            [(v, k) for k, v in self.group_versions.close_db.items()],
+        )
+        group_rows = []
+        for key, versions in self.group_versions.rows.items():
+            for valid_from, valid_to, g in versions:
+                group_rows.append(
+                    (
+                        key,
+                        valid_from,
+                        valid_to,
+                        g.kind,
+                        g.metricKey,
+                        g.direction,
+                        len(g.members),
+                        g.leader,
+                        g.best,
+                        g.policyVersion,
+                    )
+                )
+        conn.executemany("INSERT INTO p_groups VALUES (?,?,?,?,?,?,?,?,?,?)", group_rows)
+        conn.executemany(
+            "UPDATE p_leaders SET valid_to = ? WHERE group_key = ? AND run_digest = ? AND valid_from = ?",
+            self.leader_closed,
+        )
+        conn.executemany(
+            "INSERT INTO p_leaders VALUES (?,?,?,?,?,?,?,?)", list(self.leader_new.values())
+        )
+        conn.executemany(
+            "DELETE FROM p_waiting WHERE digest = ? AND run_digest = ?", sorted(self.waiting_del)
+        )
+        conn.executemany("INSERT OR IGNORE INTO p_waiting VALUES (?, ?)", sorted(self.waiting_add))
+        conn.executemany("INSERT OR IGNORE INTO p_aliases VALUES (?, ?, ?)", self.aliases)
+        conn.executemany(
+            "INSERT OR IGNORE INTO p_manifests VALUES (?, ?, ?, ?, ?)",
+            [(d, *rest) for d, rest in self.manifests.items()],
+        )
+        for table, rows in self.rows.items():
+            marks = ",".join("?" * len(rows[0]))
+            conn.executemany(f"INSERT OR IGNORE INTO {table} VALUES ({marks})", rows)  # noqa: S608
+        for what, rows in self.updates.items():
+            conn.executemany(_UPDATES[what], rows)
+        if self.keys_changed:
+            conn.executemany(
+                "INSERT OR REPLACE INTO p_keys VALUES (?,?,?,?,?,?,?,?)",
+                [
+                    (
+                        k.keyId,
+                        k.role,
+                        k.name,
+                        k.publicKey,
+                        k.since,
+                        k.until,
+                        k.revokedReason,
+                        k.rotatedTo,
+                    )
+                    for k in self.keys.values()
+                ],
+            )
+
+
+_UPDATES = {
+    "p_attestations:withdrawn_at": "UPDATE p_attestations SET withdrawn_at = ?, reason = ? WHERE id = ? AND withdrawn_at IS NULL",
+    "p_attestations:hidden_at": "UPDATE p_attestations SET hidden_at = ?, reason = ? WHERE id = ? AND hidden_at IS NULL",
+    "p_reports:resolved": "UPDATE p_reports SET resolved_at = ?, resolution = ?, note = ? WHERE id = ? AND resolved_at IS NULL",
+}
+
+
+class Materializer:
+    """Applies committed entries to the projection tables of one connection."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        schema.create(conn)
+        self._keys: dict[str, KeyView] | None = None
+
+    def position(self) -> int:
+        """The tree size the projections have applied."""
+        row = self.conn.execute(
+            "SELECT position FROM p_state WHERE projection = ?", (NAME,)
+        ).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def apply(self, entries: Sequence[StoredEntry]) -> None:
+        """Fold ``entries`` (consecutive, starting at ``position()``) into the projections, in
+        the caller's transaction.
+
+        Raises:
+            EventError: an entry does not decode.
+        """
+        if not entries:
+            return
+        if self._keys is None:
+            self._keys = load_keys(self.conn)
+        batch = _Batch(self.conn, self._keys)
+        try:
+            for entry in entries:
+                batch.apply(entry)
+            batch.flush()
+        except BaseException:
+            self._keys = None  # the caller rolls back; reload next time
+            raise
+        self._keys = dict(batch.keys)
+        self.conn.execute(
+            "INSERT OR REPLACE INTO p_state VALUES (?, ?)", (NAME, entries[-1].seq + 1)
+        )
+
+    def __call__(self, conn: sqlite3.Connection, entries: Sequence[StoredEntry]) -> None:
+        """The store's projector hook."""
+        self.apply(entries)
+
+    def rebuild(self, entries: Iterable[StoredEntry], *, batch_size: int = 4000) -> int:
+        """Drop every projection and replay ``entries`` from position 0 (in the caller's
+        transaction). Returns the number of entries applied."""
+        schema.drop(self.conn)
+        schema.create(self.conn)
+        self._keys = {}
+        chunk: list[StoredEntry] = []
+        count = 0
+        for entry in entries:
+            chunk.append(entry)
+            if len(chunk) >= batch_size:
+                self.apply(chunk)
+                count += len(chunk)
+                chunk = []
+        self.apply(chunk)
+        return count + len(chunk)

@@ -1,0 +1,355 @@
+"""Reads of the projections, each as the view stood at a tree size (``as_of``).
+
+Every read is an index lookup on version rows (``valid_from <= p`` and ``valid_to`` NULL or
+``> p``), never a replay. ``as_of=None`` means the current state.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterator
+from typing import Any
+
+import msgspec
+
+from projections.errors import AmbiguousRun, UnknownGroup, UnknownRun
+from projections.views import LeaderChange, RunView
+
+__all__ = [
+    "Attestation",
+    "GroupSummary",
+    "Ranked",
+    "Report",
+    "aliases_of",
+    "attestations",
+    "group",
+    "leader_history",
+    "list_runs",
+    "manifest",
+    "rank_of",
+    "reports",
+    "resolve_run",
+    "run_exists",
+    "run_view",
+]
+
+_RUN = msgspec.json.Decoder(RunView)
+_JSON = msgspec.json.Decoder()
+_HEX = re.compile(r"^[0-9a-f]{12,64}\Z")
+_FULL = re.compile(r"^sha256:[0-9a-f]{64}\Z")
+_FAR = 2**62
+
+
+def _at(as_of: int | None) -> int:
+    return _FAR if as_of is None else as_of
+
+
+_LIVE = "valid_from <= ? AND (valid_to IS NULL OR valid_to > ?)"
+
+
+def manifest(
+    conn: sqlite3.Connection, digest: str, as_of: int | None = None
+) -> dict[str, Any] | None:
+    """The manifest with spec digest ``digest``, if the log held it at ``as_of``."""
+    row = conn.execute(
+        "SELECT body FROM p_manifests WHERE digest = ? AND valid_from <= ?", (digest, _at(as_of))
+    ).fetchone()
+    if row is None:
+        return None
+    body: dict[str, Any] = _JSON.decode(row[0])
+    return body
+
+
+def known_manifests(conn: sqlite3.Connection, digests: list[str]) -> set[str]:
+    """Which of ``digests`` the log holds as manifests now."""
+    found: set[str] = set()
+    for i in range(0, len(digests), 500):
+        chunk = digests[i : i + 500]
+        marks = ",".join("?" * len(chunk))
+        found.update(
+            r[0]
+            for r in conn.execute(
+                f"SELECT digest FROM p_manifests WHERE digest IN ({marks})", chunk
+            )
+        )
+    return found
+
+
+def run_exists(conn: sqlite3.Connection, digests: list[str]) -> set[str]:
+    """Which of ``digests`` are runs the log holds now."""
+    found: set[str] = set()
+    for i in range(0, len(digests), 500):
+        chunk = digests[i : i + 500]
+        marks = ",".join("?" * len(chunk))
+        found.update(
+            r[0]
+            for r in conn.execute(
+                f"SELECT run_digest FROM p_runs WHERE valid_to IS NULL AND run_digest IN ({marks})",
+                chunk,
+            )
+        )
+    return found
+
+
+def run_view(conn: sqlite3.Connection, digest: str, as_of: int | None = None) -> RunView | None:
+    """The run as it stood at ``as_of``."""
+    p = _at(as_of)
+    row = conn.execute(
+        f"SELECT view FROM p_runs WHERE run_digest = ? AND {_LIVE}", (digest, p, p)
+    ).fetchone()
+    return None if row is None else _RUN.decode(row[0])
+
+
+def resolve_run(conn: sqlite3.Connection, ref: str, as_of: int | None = None) -> str:
+    """The run digest a reference names: a full ``sha256:`` digest, a short id (the first 12 or
+    more hex digits), ``kernelindex:<uuid>`` or a source alias ``<source>:<externalId>``.
+
+    Raises:
+        UnknownRun: nothing matches (malformed references included).
+        AmbiguousRun: the reference names several runs (``details["candidates"]``).
+    """
+    p = _at(as_of)
+    ref = ref.strip()
+    candidates: list[str] = []
+    if _FULL.match(ref):
+        candidates = [ref] if run_view(conn, ref, as_of) is not None else []
+    elif _HEX.match(ref):
+        low = "sha256:" + ref
+        rows = conn.execute(
+            f"SELECT DISTINCT run_digest FROM p_runs WHERE run_digest >= ? AND run_digest < ? AND {_LIVE} LIMIT 20",
+            (low, low + "g", p, p),
+        ).fetchall()
+        candidates = [r[0] for r in rows]
+    if not candidates and ":" in ref:
+        rows = conn.execute(
+            "SELECT a.run_digest FROM p_aliases a WHERE a.alias = ? AND a.valid_from <= ? ORDER BY a.run_digest",
+            (ref, p),
+        ).fetchall()
+        candidates = [r[0] for r in rows]
+    if not candidates:
+        raise UnknownRun(f"no run matches {ref!r}", reference=ref)
+    if len(candidates) > 1:
+        raise AmbiguousRun(
+            f"{ref!r} names {len(candidates)} runs; choose one by digest",
+            reference=ref,
+            candidates=candidates,
+        )
+    return candidates[0]
+
+
+def aliases_of(conn: sqlite3.Connection, digest: str, as_of: int | None = None) -> list[str]:
+    rows = conn.execute(
+        "SELECT alias FROM p_aliases WHERE run_digest = ? AND valid_from <= ? ORDER BY alias",
+        (digest, _at(as_of)),
+    )
+    return [r[0] for r in rows]
+
+
+class Ranked(msgspec.Struct, frozen=True):
+    """A run's place in its group: dense rank ``rank`` of ``of`` distinct values, among
+    ``members`` eligible runs."""
+
+    rank: int
+    of: int
+    members: int
+    leader: str | None
+
+
+def rank_of(conn: sqlite3.Connection, view: RunView, as_of: int | None = None) -> Ranked | None:
+    """Dense rank of an eligible run in its group (ties only on equal values)."""
+    key = view.group_key
+    if not view.eligible or key is None or view.primaryValue is None:
+        return None
+    p = _at(as_of)
+    cmp = "<" if view.direction == "lower" else ">"
+    better = conn.execute(
+        f"SELECT count(DISTINCT primary_value) FROM p_runs WHERE group_key = ? AND eligible = 1"
+        f" AND primary_value {cmp} ? AND {_LIVE}",
+        (key, view.primaryValue, p, p),
+    ).fetchone()[0]
+    distinct, members = conn.execute(
+        f"SELECT count(DISTINCT primary_value), count(*) FROM p_runs WHERE group_key = ? AND eligible = 1 AND {_LIVE}",
+        (key, p, p),
+    ).fetchone()
+    leader = conn.execute(
+        f"SELECT leader FROM p_groups WHERE group_key = ? AND {_LIVE}", (key, p, p)
+    ).fetchone()
+    return Ranked(int(better) + 1, int(distinct), int(members), leader[0] if leader else None)
+
+
+class GroupSummary(msgspec.Struct, frozen=True):
+    comparisonKey: str
+    kind: str
+    metricKey: str
+    direction: str
+    members: int
+    leader: str | None
+    best: float | None
+    policyVersion: str
+
+
+def group(conn: sqlite3.Connection, key: str, as_of: int | None = None) -> GroupSummary:
+    """A comparison group as it stood at ``as_of``.
+
+    Raises:
+        UnknownGroup: no group has that key then.
+    """
+    p = _at(as_of)
+    row = conn.execute(
+        "SELECT kind, metric_key, direction, members, leader, best, policy_version FROM p_groups"
+        f" WHERE group_key = ? AND {_LIVE}",
+        (key, p, p),
+    ).fetchone()
+    if row is None:
+        raise UnknownGroup(f"no comparison group {key!r}", key=key)
+    return GroupSummary(key, *row)
+
+
+def ranked_members(
+    conn: sqlite3.Connection, key: str, as_of: int | None = None
+) -> list[tuple[int, RunView]]:
+    """The eligible runs of a group, best first, with their dense ranks."""
+    p = _at(as_of)
+    rows = conn.execute(
+        f"SELECT view, direction FROM p_runs WHERE group_key = ? AND eligible = 1 AND {_LIVE}",
+        (key, p, p),
+    ).fetchall()
+    views = [_RUN.decode(r[0]) for r in rows]
+    if not views:
+        return []
+    sign = -1.0 if views[0].direction == "higher" else 1.0
+    views.sort(key=lambda v: (sign * (v.primaryValue or 0.0), v.observedAt, v.runDigest))
+    out, rank, last = [], 0, None
+    for v in views:
+        if v.primaryValue != last:
+            rank += 1
+            last = v.primaryValue
+        out.append((rank, v))
+    return out
+
+
+def leader_history(
+    conn: sqlite3.Connection, key: str | None = None, as_of: int | None = None
+) -> Iterator[LeaderChange]:
+    """Leader changes (one group, or every group), ordered by group and ``at``."""
+    p = _at(as_of)
+    where = f"{_LIVE}" + (" AND group_key = ?" if key else "")
+    params: tuple[Any, ...] = (p, p, key) if key else (p, p)
+    for row in conn.execute(
+        "SELECT group_key, run_digest, at, cause, policy_version, previous_run_digest FROM p_leaders"
+        f" WHERE {where} ORDER BY group_key, at, run_digest",
+        params,
+    ):
+        yield LeaderChange(row[0], row[1], row[2], row[3], row[4], row[5])
+
+
+def list_runs(
+    conn: sqlite3.Connection,
+    as_of: int | None = None,
+    *,
+    group_key: str | None = None,
+    source: str | None = None,
+    evidence: str | None = None,
+    hardware: str | None = None,
+    after: str | None = None,
+    limit: int | None = None,
+) -> Iterator[RunView]:
+    """Runs ordered by digest (keyset pagination: ``after`` the last digest seen)."""
+    p = _at(as_of)
+    clauses: list[str] = [_LIVE]
+    params: list[Any] = [p, p]
+    for column, value in (
+        ("group_key", group_key),
+        ("source", source),
+        ("evidence_level", evidence),
+        ("hardware", hardware),
+    ):
+        if value is not None:
+            clauses.append(f"{column} = ?")
+            params.append(value)
+    if after is not None:
+        clauses.append("run_digest > ?")
+        params.append(after)
+    sql = f"SELECT view FROM p_runs WHERE {' AND '.join(clauses)} ORDER BY run_digest"
+    if limit is not None:
+        sql += f" LIMIT {int(limit)}"
+    for (body,) in conn.execute(sql, params):
+        yield _RUN.decode(body)
+
+
+class Attestation(msgspec.Struct, frozen=True, omit_defaults=True):
+    id: str
+    runDigest: str
+    attester: str
+    predicateType: str
+    predicate: dict[str, Any]
+    position: int
+    recordedAt: str
+    withdrawn: bool = False
+    hidden: bool = False
+
+
+def attestations(
+    conn: sqlite3.Connection, digest: str, as_of: int | None = None, *, include_hidden: bool = False
+) -> list[Attestation]:
+    p = _at(as_of)
+    out = []
+    for row in conn.execute(
+        "SELECT id, run_digest, attester, predicate_type, predicate, valid_from, recorded_at, withdrawn_at, hidden_at"
+        " FROM p_attestations WHERE run_digest = ? AND valid_from <= ? ORDER BY valid_from",
+        (digest, p),
+    ):
+        withdrawn = row[7] is not None and row[7] <= p
+        hidden = row[8] is not None and row[8] <= p
+        if hidden and not include_hidden:
+            continue
+        out.append(
+            Attestation(
+                row[0],
+                row[1],
+                row[2],
+                row[3],
+                _JSON.decode(row[4]),
+                row[5] - 1,
+                row[6],
+                withdrawn,
+                hidden,
+            )
+        )
+    return out
+
+
+class Report(msgspec.Struct, frozen=True, omit_defaults=True):
+    id: str
+    runDigest: str
+    category: str
+    text: str
+    position: int
+    recordedAt: str
+    resolution: str | None = None
+    note: str | None = None
+
+
+def reports(conn: sqlite3.Connection, digest: str, as_of: int | None = None) -> list[Report]:
+    p = _at(as_of)
+    out = []
+    for row in conn.execute(
+        "SELECT id, run_digest, category, text, valid_from, recorded_at, resolved_at, resolution, note"
+        " FROM p_reports WHERE run_digest = ? AND valid_from <= ? ORDER BY valid_from",
+        (digest, p),
+    ):
+        resolved = row[6] is not None and row[6] <= p
+        out.append(
+            Report(
+                row[0],
+                row[1],
+                row[2],
+                row[3],
+                row[4] - 1,
+                row[5],
+                row[7] if resolved else None,
+                row[8] if resolved else None,
+            )
+        )
+    return out

@@ -1,0 +1,137 @@
+"""The views the folds build. Frozen msgspec Structs; each is stored as JSON in a version row."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+EvidenceLevel = Literal[
+    "reported", "reproducible", "verified", "replicated", "disputed", "retracted", "superseded"
+]
+Direction = Literal["lower", "higher"]
+
+
+class Rerun(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One completed index-controlled rerun, as the run's dossier shows it."""
+
+    seq: int
+    rerunner: str
+    correctnessPassed: bool
+    withinTolerance: bool
+    metric: str | None = None
+    statistic: str | None = None
+    unit: str | None = None
+    value: float | None = None
+
+
+class RunView(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Everything the dossier of one run shows, as the log stood at some position."""
+
+    runDigest: str
+    kind: str
+    name: str
+    title: str | None = None
+    source: str
+    externalId: str | None = None
+    benchmark: str | None = None
+    aliases: tuple[str, ...] = ()
+    status: str
+    sourceStatus: str | None = None
+    observedAt: str
+    publishedAt: str | None = None
+    recordedAt: str
+    ingestSeq: int
+    # Identity (kernel runs); the serving keys below for serving runs.
+    protocolKey: str | None = None
+    environmentKey: str | None = None
+    workloadDigest: str | None = None
+    implementationDigest: str | None = None
+    operationDigest: str | None = None
+    correctnessKey: str | None = None
+    metricKey: str = "none"
+    comparisonKey: str | None = None
+    cohortKey: str | None = None
+    topologyKey: str | None = None
+    metricSetKey: str | None = None
+    modelDigest: str | None = None
+    configurationDigest: str | None = None
+    stackDigest: str | None = None
+    qualityPolicy: str | None = None
+    tokenizer: str | None = None
+    modelResolved: bool = False
+    servingProtocolSuffix: str | None = None
+    # The primary measurement and how it ranks.
+    primaryMetric: str | None = None
+    primaryStatistic: str | None = None
+    primaryUnit: str | None = None
+    primaryValue: float | None = None
+    direction: Direction = "lower"
+    hardware: str | None = None
+    hardwareArchitecture: str | None = None
+    hardwareVendor: str | None = None
+    # References still unresolved: roles, and the digests the run waits on.
+    unresolved: tuple[str, ...] = ()
+    waitingOn: tuple[str, ...] = ()
+    sourceAvailable: bool = False
+    rawEvidence: bool = False
+    # Life after ingest.
+    supersededBy: str | None = None
+    supersededReason: str | None = None
+    retractedReason: str | None = None
+    reruns: tuple[Rerun, ...] = ()
+    evidenceLevel: EvidenceLevel = "reported"
+    evidenceReason: str = ""
+
+    @property
+    def group_key(self) -> str | None:
+        """The key of the group it ranks in: comparison key (kernel) or cohort key (serving)."""
+        return self.comparisonKey if self.kind == "BenchmarkRun" else self.cohortKey
+
+    @property
+    def eligible(self) -> bool:
+        """Ranked under ``ranking-v1``: passed (or valid), not retracted or superseded, with a
+        primary value and a resolved group."""
+        return (
+            self.status in ("passed", "valid")
+            and self.retractedReason is None
+            and self.supersededBy is None
+            and self.primaryValue is not None
+            and self.group_key is not None
+        )
+
+
+class Member(msgspec.Struct, frozen=True, array_like=True, order=True):
+    """A ranked run in a group: sorted by (observedAt, runDigest) for the leader walk."""
+
+    observedAt: str
+    runDigest: str
+    value: float
+
+
+class LeaderChange(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One entry of a group's leader history (KernelIndex ``record_events``)."""
+
+    comparisonKey: str
+    runDigest: str
+    at: str
+    cause: str
+    policyVersion: str
+    previousRunDigest: str | None = None
+
+
+class GroupView(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A comparison group: its eligible members (leader-walk order) and leader history."""
+
+    comparisonKey: str
+    metricKey: str
+    direction: Direction
+    kind: str
+    members: tuple[Member, ...] = ()
+    history: tuple[LeaderChange, ...] = ()
+    best: float | None = None
+    policyVersion: str = "ranking-v1"
+
+    @property
+    def leader(self) -> str | None:
+        return self.history[-1].runDigest if self.history else None

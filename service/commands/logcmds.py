@@ -1,0 +1,162 @@
+"""``benchproof init``, ``verify`` and ``log key|checkpoint|entries|proof``.
+
+The output formats of ``log`` are a public contract that outside verifiers rely on:
+- ``log key``: the C2SP vkey ``<origin>+<keyhash>+<base64>``;
+- ``log checkpoint``: the latest signed checkpoint note, byte for byte as served;
+- ``log entries``: JSON lines ``{"index": n, "leaf": base64 of the exact leaf bytes}``;
+- ``log proof inclusion INDEX [SIZE]``: ``{"index", "treeSize", "hashes": [base64...]}``;
+- ``log proof consistency OLD NEW``: ``{"oldSize", "newSize", "hashes": [base64...]}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import sys
+from collections.abc import Callable
+
+import msgspec
+
+from events.errors import ProofError
+from service.commands.base import Sub
+from service.config import DataDir
+from service.errors import NotFound, UsageError
+from service.ledger import Ledger, init_data_dir
+from service.verification import verify_log
+
+_ENC = msgspec.json.Encoder()
+
+
+def register(sub: Sub, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "init", parents=[common], help="create the data directory, keys and log (idempotent)"
+    )
+    p.add_argument(
+        "--origin", help="the log's identity, e.g. benchproof.example/log (first init only)"
+    )
+    p.set_defaults(handler=_init)
+
+    p = sub.add_parser(
+        "verify", parents=[common], help="verify every entry, the tree and the checkpoints"
+    )
+    p.set_defaults(handler=_verify)
+
+    log = sub.add_parser(
+        "log", parents=[common], help="read the log: key, checkpoint, entries, proofs"
+    )
+    logsub = log.add_subparsers(dest="log_command", metavar="WHAT", parser_class=type(log))
+    logsub.required = True
+    p = logsub.add_parser("key", parents=[common], help="the log's C2SP verifier key")
+    p.set_defaults(handler=_key)
+    p = logsub.add_parser("checkpoint", parents=[common], help="the latest signed checkpoint note")
+    p.set_defaults(handler=_checkpoint)
+    p = logsub.add_parser("entries", parents=[common], help="JSON lines {index, leaf}")
+    p.add_argument("--start", type=int, default=0, help="first index (default 0)")
+    p.add_argument("--end", type=int, default=None, help="one past the last index (default: all)")
+    p.set_defaults(handler=_entries)
+    proof = logsub.add_parser("proof", parents=[common], help="inclusion and consistency proofs")
+    proofsub = proof.add_subparsers(dest="proof_kind", metavar="KIND", parser_class=type(log))
+    proofsub.required = True
+    p = proofsub.add_parser("inclusion", parents=[common], help="inclusion proof of INDEX in SIZE")
+    p.add_argument("index", type=int)
+    p.add_argument("size", type=int, nargs="?", help="tree size (default: the latest checkpoint's)")
+    p.set_defaults(handler=_inclusion)
+    p = proofsub.add_parser("consistency", parents=[common], help="consistency proof OLD -> NEW")
+    p.add_argument("old", type=int)
+    p.add_argument("new", type=int)
+    p.set_defaults(handler=_consistency)
+
+
+def _with_ledger(args: argparse.Namespace, fn: Callable[[Ledger], int]) -> int:
+    with Ledger.open(args.data) as ledger:
+        return fn(ledger)
+
+
+def _init(args: argparse.Namespace) -> int:
+    ledger, created = init_data_dir(args.data, origin=args.origin)
+    with ledger:
+        state = "initialised" if created else "already initialised"
+        print(f"{args.data}: {state}; log {ledger.store.origin}, {ledger.store.size} entries")
+        print(f"log key: {ledger.signers.vkey}")
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    data = DataDir(args.data)
+    if not data.exists():
+        raise NotFound(f"no log in {args.data} (run `benchproof init --data {args.data}`)")
+    report = verify_log(data.db)
+    if report.ok:
+        print(
+            f"ok: {report.entries} entries verified; root {report.root}; "
+            f"{report.checkpoints} checkpoints, the latest at size {report.checkpoint_size}"
+        )
+        return 0
+    first = report.findings[0]
+    more = f" ({len(report.findings) - 1} more problems)" if len(report.findings) > 1 else ""
+    where = f"position {first.position}: " if first.position < 2**62 else ""
+    sys.stderr.write(f"benchproof: verify failed at {where}{first.reason}{more}\n")
+    return 1
+
+
+def _key(args: argparse.Namespace) -> int:
+    return _with_ledger(args, lambda ledger: _print(ledger.signers.vkey))
+
+
+def _print(text: str) -> int:
+    print(text)
+    return 0
+
+
+def _checkpoint(args: argparse.Namespace) -> int:
+    def run(ledger: Ledger) -> int:
+        _, note = ledger.store.publish_checkpoint(ledger.signers.sign_checkpoint, ledger.clock())
+        sys.stdout.buffer.write(note)
+        return 0
+
+    return _with_ledger(args, run)
+
+
+def _entries(args: argparse.Namespace) -> int:
+    def run(ledger: Ledger) -> int:
+        out = sys.stdout.buffer
+        for seq, leaf in ledger.store.leaves(max(args.start, 0), args.end):
+            out.write(b'{"index":%d,"leaf":"%s"}\n' % (seq, base64.b64encode(leaf)))
+        return 0
+
+    return _with_ledger(args, run)
+
+
+def _hashes(hashes: list[bytes]) -> list[str]:
+    return [base64.b64encode(h).decode() for h in hashes]
+
+
+def _inclusion(args: argparse.Namespace) -> int:
+    def run(ledger: Ledger) -> int:
+        size = args.size
+        if size is None:
+            size, _ = ledger.store.publish_checkpoint(
+                ledger.signers.sign_checkpoint, ledger.clock()
+            )
+        try:
+            proof = ledger.store.inclusion_proof(args.index, size)
+        except ProofError as exc:
+            raise UsageError(exc.detail) from None
+        body = {"index": args.index, "treeSize": size, "hashes": _hashes(proof)}
+        sys.stdout.buffer.write(_ENC.encode(body) + b"\n")
+        return 0
+
+    return _with_ledger(args, run)
+
+
+def _consistency(args: argparse.Namespace) -> int:
+    def run(ledger: Ledger) -> int:
+        try:
+            proof = ledger.store.consistency_proof(args.old, args.new)
+        except ProofError as exc:
+            raise UsageError(exc.detail) from None
+        body = {"oldSize": args.old, "newSize": args.new, "hashes": _hashes(proof)}
+        sys.stdout.buffer.write(_ENC.encode(body) + b"\n")
+        return 0
+
+    return _with_ledger(args, run)

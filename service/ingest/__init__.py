@@ -1,0 +1,1 @@
+"""Importers: what sources publish, turned into signed events (one module per source)."""

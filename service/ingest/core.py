@@ -1,0 +1,214 @@
+"""The shared core of every importer: resolve references, skip what the log already holds, and
+append the rest as one signed batch.
+
+An importer produces a ``Plan``: the runs it found (each a checked run manifest with the
+manifests given alongside it), the standalone manifests, and sources to register. ``commit``
+resolves every run's references from the plan and from the log, records the unresolved ones,
+and appends ``manifest.recorded`` and ``run.ingested`` events for what is new, in one
+transaction: a failure appends nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import msgspec
+
+from events.documents import Checked
+from events.types import Event, ManifestRecorded, Origin, RunIngested, SourceRegistered
+from projections.queries import known_manifests, manifest, run_exists
+from service.ledger import Ledger
+
+__all__ = ["IngestResult", "Plan", "RunItem", "commit"]
+
+_KERNEL_REFS = (
+    ("protocol", "protocolDigest"),
+    ("environment", "environmentDigest"),
+    ("workload", "workloadDigest"),
+    ("implementation", "implementationDigest"),
+)
+_SERVING_REFS = (
+    ("model", "modelDigest"),
+    ("configuration", "configurationDigest"),
+    ("workload", "workloadDigest"),
+)
+
+
+class RunItem(msgspec.Struct, frozen=True, kw_only=True):
+    """One run an importer found, with the manifests its source gave alongside it."""
+
+    run: Checked
+    given: dict[str, Checked] = {}
+    origin: Origin
+    aliases: tuple[str, ...] = ()
+    sourceStatus: str | None = None
+    publishedAt: str | None = None
+    supersedes: str | None = None  # a run this one corrects (same source row, new values)
+
+
+class Plan(msgspec.Struct, kw_only=True):
+    runs: list[RunItem] = []
+    manifests: list[tuple[Checked, Origin]] = []
+    sources: list[SourceRegistered] = []
+
+
+class IngestResult(msgspec.Struct, kw_only=True):
+    runs_appended: int = 0
+    runs_known: int = 0
+    manifests_appended: int = 0
+    manifests_known: int = 0
+    superseded: int = 0
+    unresolved: int = 0
+    entries: int = 0
+    size: int = 0
+
+    def summary(self) -> str:
+        if self.entries == 0:
+            return (
+                f"nothing new: the log already holds all {self.runs_known} runs and "
+                f"{self.manifests_known} manifests (log size {self.size})"
+            )
+        parts = [
+            f"appended {self.entries} entries: {self.runs_appended} runs, {self.manifests_appended} manifests"
+        ]
+        if self.superseded:
+            parts.append(f"{self.superseded} supersessions")
+        if self.runs_known or self.manifests_known:
+            parts.append(
+                f"{self.runs_known} runs and {self.manifests_known} manifests already in the log"
+            )
+        if self.unresolved:
+            parts.append(f"{self.unresolved} runs with unresolved references")
+        return "; ".join(parts) + f" (log size {self.size})"
+
+
+def _references(run: Checked, carried: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
+    """(role, digest) of every reference of a run, including those revealed by what is carried."""
+    spec = run.manifest["spec"]
+    if run.kind == "BenchmarkRun":
+        refs = [(role, spec[field]) for role, field in _KERNEL_REFS]
+        workload, implementation = carried.get("workload"), carried.get("implementation")
+        if workload is not None:
+            refs.append(("operation", workload["spec"]["operationSpecDigest"]))
+        elif implementation is not None:
+            refs.append(("operation", implementation["spec"]["operation"]["specDigest"]))
+        return refs
+    refs = [(role, spec[field]) for role, field in _SERVING_REFS]
+    configuration = carried.get("configuration")
+    if configuration is not None:
+        refs.append(("stack", configuration["spec"]["stackDigest"]))
+    return refs
+
+
+def _roles(kind: str) -> tuple[str, ...]:
+    if kind == "BenchmarkRun":
+        return ("protocol", "environment", "workload", "implementation", "operation")
+    return ("model", "configuration", "workload", "stack")
+
+
+def commit(
+    ledger: Ledger,
+    plan: Plan,
+    *,
+    progress: Callable[[int], None] | None = None,
+    chunk: int = 20_000,
+) -> IngestResult:
+    """Resolve, deduplicate and append a plan (in batches of ``chunk`` runs, each batch one
+    transaction; a re-run appends nothing for what is already there)."""
+    conn = ledger.store.connection
+    result = IngestResult()
+    in_plan: dict[str, Checked] = {}
+    for item in plan.runs:
+        for checked in item.given.values():
+            in_plan.setdefault(checked.digest, checked)
+    for checked, _ in plan.manifests:
+        in_plan.setdefault(checked.digest, checked)
+    from_log: dict[str, dict[str, Any] | None] = {}
+
+    def lookup(digest: str) -> dict[str, Any] | None:
+        found = in_plan.get(digest)
+        if found is not None:
+            return found.manifest
+        if digest not in from_log:
+            from_log[digest] = manifest(conn, digest)
+        return from_log[digest]
+
+    events: list[tuple[Event, str]] = [(s, s.source) for s in plan.sources]
+    carried_digests: set[str] = set()
+    seen_runs = run_exists(conn, [item.run.digest for item in plan.runs])
+    run_events: list[tuple[Event, str]] = []
+    for item in plan.runs:
+        if item.run.digest in seen_runs:
+            result.runs_known += 1
+            continue
+        seen_runs.add(item.run.digest)
+        carried: dict[str, dict[str, Any]] = {"run": item.run.manifest}
+        for role, checked in item.given.items():
+            carried[role] = checked.manifest
+        unresolved: list[str] = []
+        # Resolve in dependency order: workload/configuration reveal operation/stack.
+        for _ in range(2):
+            for role, digest in _references(item.run, carried):
+                if role in carried:
+                    continue
+                found = lookup(digest)
+                if found is not None:
+                    carried[role] = found
+        refs = dict(_references(item.run, carried))
+        unresolved = [role for role in _roles(item.run.kind) if role not in carried]
+        for role in carried:
+            if role != "run" and role in refs:
+                carried_digests.add(refs[role])
+        if unresolved:
+            result.unresolved += 1
+        event = RunIngested(
+            runDigest=item.run.digest,
+            kind=item.run.kind,  # type: ignore[arg-type]
+            manifests=carried,
+            origin=item.origin,
+            unresolved=unresolved,
+            aliases=list(item.aliases),
+            sourceStatus=item.sourceStatus,
+            publishedAt=item.publishedAt,
+        )
+        run_events.append((event, item.run.digest))
+        result.runs_appended += 1
+    already = known_manifests(conn, sorted({c.digest for c, _ in plan.manifests}))
+    recorded: set[str] = set()
+    for checked, origin in plan.manifests:
+        if checked.digest in already or checked.digest in recorded:
+            result.manifests_known += 1
+            continue
+        if checked.digest in carried_digests:
+            continue  # carried inside a run event of this batch
+        recorded.add(checked.digest)
+        events.append(
+            (
+                ManifestRecorded(
+                    digest=checked.digest,
+                    kind=checked.kind,
+                    manifest=checked.manifest,
+                    origin=origin,
+                ),
+                checked.digest,
+            )
+        )
+        result.manifests_appended += 1
+    events.extend(run_events)
+    for i in range(0, len(events), chunk):
+        part = events[i : i + chunk]
+        appended = ledger.append(part)
+        result.entries += sum(a.new for a in appended)
+        if progress is not None:
+            progress(len(part))
+    result.size = ledger.store.size
+    return result
+
+
+def collect(results: Sequence[IngestResult]) -> IngestResult:
+    total = IngestResult()
+    for r in results:
+        for field in total.__struct_fields__:
+            setattr(total, field, getattr(total, field) + getattr(r, field))
+    return total

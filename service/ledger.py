@@ -1,0 +1,159 @@
+"""The ledger: the log store, the signing keys and the projections, wired together.
+
+Everything that writes to the log goes through ``Ledger.append``: events are encoded once,
+signed by the index key (two threads), committed in one transaction with their tree nodes, the
+projections and a signed checkpoint.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from events.entries import Pending
+from events.errors import LogError
+from events.store import Appended, LogStore, stored_entries
+from events.types import EVENT_ENCODER, Event, KeyRegistered, event_tag
+from keys import SigningKey, generate_key_file, load_private_key
+from projections.materialize import Materializer
+from service.config import DEFAULT_ORIGIN, DataDir
+from service.errors import NotInitialised
+from service.signing import Signers, envelope_signer
+
+__all__ = ["Clock", "Ledger", "init_data_dir", "pending_of", "utcnow"]
+
+Clock = Callable[[], datetime]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def pending_of(event: Event, subject: str) -> Pending:
+    """An event on its way into the log, encoded once."""
+    return Pending(type=event_tag(event), subject=subject, payload=EVENT_ENCODER.encode(event))
+
+
+class Ledger:
+    """The log of one data directory, open for reading and appending."""
+
+    def __init__(self, data: DataDir, store: LogStore, signers: Signers, clock: Clock) -> None:
+        self.data = data
+        self.store = store
+        self.signers = signers
+        self.clock = clock
+        self.projections = Materializer(store.connection)
+        self._catch_up()
+
+    @classmethod
+    def open(cls, root: Path, *, clock: Clock = utcnow) -> Ledger:
+        """Open an initialised data directory.
+
+        Raises:
+            NotInitialised: there is no log there (run ``benchproof init``).
+            KeyFileError: a key file is missing, malformed or readable by others.
+        """
+        data = DataDir(root)
+        if not data.exists():
+            raise NotInitialised(f"no log in {root} (run `benchproof init --data {root}`)")
+        store = LogStore.open(data.db)
+        signers = Signers(
+            load_private_key(data.index_key), load_private_key(data.log_key), store.origin
+        )
+        return cls(data, store, signers, clock)
+
+    def close(self) -> None:
+        self.signers.close()
+        self.store.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def _catch_up(self) -> None:
+        """Apply entries the projections have not seen (e.g. after a replay was interrupted)."""
+        size = self.store.refresh()
+        position = self.projections.position()
+        if position < size:
+            conn = self.store.connection
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                entries = list(
+                    stored_entries(self.store, position, size, signer_of=envelope_signer)
+                )
+                self.projections.apply(entries)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def append(self, events: Sequence[tuple[Event, str]]) -> list[Appended]:
+        """Append ``(event, subject)`` pairs as one batch (signed by the index key)."""
+        return self.append_pending([pending_of(e, s) for e, s in events])
+
+    def append_pending(self, pending: Sequence[Pending]) -> list[Appended]:
+        """Append pendings (some may carry an actor's own envelope) as one batch."""
+        self._catch_up_if_needed()
+        return self.store.append(
+            pending,
+            sign=self.signers.sign_batch,
+            sign_checkpoint=self.signers.sign_checkpoint,
+            signer_of=envelope_signer,
+            now=self.clock(),
+            project=self.projections,
+        )
+
+    def _catch_up_if_needed(self) -> None:
+        if self.projections.position() != self.store.refresh():
+            self._catch_up()
+
+
+def _key_event(key: SigningKey, role: str, name: str) -> tuple[Event, str]:
+    public = base64.b64encode(key.public.raw).decode()
+    return KeyRegistered(keyId=key.key_id, publicKey=public, role=role, name=name), key.key_id  # type: ignore[arg-type]
+
+
+def init_data_dir(
+    root: Path, *, origin: str | None = None, clock: Clock = utcnow
+) -> tuple[Ledger, bool]:
+    """Create (or reuse) a data directory: keys (0600), database, and the genesis entries that
+    register the index key (self-signed) and the log key. Idempotent.
+
+    Returns the open ledger and whether anything was created.
+
+    Raises:
+        LogError: the directory holds a log with another origin.
+        KeyFileError: an existing key file is unusable.
+    """
+    data = DataDir(root)
+    data.ensure()
+    created = False
+    keys = {}
+    for name, path in (("index", data.index_key), ("log", data.log_key)):
+        if path.exists():
+            keys[name] = load_private_key(path)
+        else:
+            keys[name] = generate_key_file(path)
+            created = True
+    store = LogStore.open(
+        data.db,
+        origin=origin if origin else None if data.db.exists() else DEFAULT_ORIGIN,
+        create=True,
+    )
+    signers = Signers(keys["index"], keys["log"], store.origin)
+    ledger = Ledger(data, store, signers, clock)
+    if store.size == 0:
+        ledger.append(
+            [
+                _key_event(keys["index"], "index", "index"),
+                _key_event(keys["log"], "log", store.origin),
+            ]
+        )
+        created = True
+    elif ledger.projections.position() != store.size:
+        raise LogError("projections are behind the log")
+    return ledger, created
