@@ -110,6 +110,8 @@ def decode_event(entry: StoredEntry) -> AnyEvent:
     Raises:
         EventError: the payload does not decode as the entry's type says.
     """
+    if entry.decoded is not None and entry.payload_type == EVENT_PAYLOAD_TYPE:
+        return entry.decoded  # type: ignore[return-value]
     if entry.payload_type == EVENT_PAYLOAD_TYPE:
         try:
             event = EVENT_DECODER.decode(entry.payload)

@@ -72,6 +72,7 @@ class Pending(msgspec.Struct, frozen=True):
     payload: bytes
     payload_type: str = EVENT_PAYLOAD_TYPE
     envelope: bytes | None = None
+    decoded: object = None  # the event the payload encodes, when the caller has it at hand
 
 
 class StoredEntry(msgspec.Struct, frozen=True):
@@ -85,6 +86,7 @@ class StoredEntry(msgspec.Struct, frozen=True):
     payload: bytes
     payload_digest: str
     signer: str
+    decoded: object = None  # the event, when the appender passed it along (saves a decode)
 
 
 _LEAF_ENCODER = msgspec.json.Encoder()

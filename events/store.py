@@ -359,6 +359,7 @@ class LogStore:
                         item.payload,
                         digest,
                         signer_of(envelope),
+                        item.decoded,
                     )
                 )
             conn.executemany(

@@ -104,6 +104,7 @@ class _Batch:
         self.leader_new: dict[tuple[str, str, int], list[Any]] = {}
         self.waiting: dict[str, set[str]] = {}
         self.waiting_loaded: set[str] = set()
+        self.waiting_all = False
         self.waiting_add: set[tuple[str, str]] = set()
         self.waiting_del: set[tuple[str, str]] = set()
         self.aliases: list[tuple[str, str, int]] = []
@@ -123,12 +124,36 @@ class _Batch:
                 self.run_in_db.add(digest)
         return self.runs[digest]
 
+    def preload(self, entries: Sequence[StoredEntry]) -> None:
+        """Fetch what the batch will look at in a few queries instead of one per entry: every
+        waiting reference (few: only runs with unresolved references wait), and the runs the
+        entries name as subjects."""
+        self.waiting_all = True
+        for digest, run in self.conn.execute("SELECT digest, run_digest FROM p_waiting"):
+            self.waiting.setdefault(digest, set()).add(run)
+        subjects = sorted({e.subject for e in entries if e.type.startswith(("run.", "rerun."))})
+        for i in range(0, len(subjects), 500):
+            chunk = subjects[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            found = {
+                digest: body
+                for digest, body in self.conn.execute(
+                    f"SELECT run_digest, view FROM p_runs WHERE valid_to IS NULL AND run_digest IN ({marks})",  # noqa: S608
+                    chunk,
+                )
+            }
+            for digest in chunk:
+                body = found.get(digest)
+                self.runs[digest] = None if body is None else _RUN.decode(body)
+                if body is not None:
+                    self.run_in_db.add(digest)
+
     def waiting_for(self, digest: str) -> set[str]:
-        if digest not in self.waiting_loaded:
+        if not self.waiting_all and digest not in self.waiting_loaded:
             self.waiting_loaded.add(digest)
             rows = self.conn.execute("SELECT run_digest FROM p_waiting WHERE digest = ?", (digest,))
             self.waiting.setdefault(digest, set()).update(r[0] for r in rows)
-        return self.waiting.get(digest, set())
+        return self.waiting.setdefault(digest, set())
 
     def group(self, key: str, template: RunView) -> GroupView:
         if key in self.groups:
@@ -264,14 +289,18 @@ class _Batch:
                 change.policyVersion,
                 at,
                 None,
+                self.groups[key].kind,
             ]
 
     def _record(self, event: AnyEvent, ctx: Context) -> None:
         at = ctx.seq + 1
         match event:
             case RunIngested():
+                self._manifest(event.runDigest, event.manifests["run"], at)
                 for digest, manifest in carried_manifests(event).items():
                     self._manifest(digest, manifest, at)
+                if event.rowKey is not None:
+                    self._row("p_rowkeys", (event.rowKey, event.runDigest, at))
             case ManifestRecorded():
                 self._manifest(event.digest, event.manifest, at)
             case SourceRegistered():
@@ -454,7 +483,7 @@ class _Batch:
             self.leader_closed,
         )
         conn.executemany(
-            "INSERT INTO p_leaders VALUES (?,?,?,?,?,?,?,?)", list(self.leader_new.values())
+            "INSERT INTO p_leaders VALUES (?,?,?,?,?,?,?,?,?)", list(self.leader_new.values())
         )
         conn.executemany(
             "DELETE FROM p_waiting WHERE digest = ? AND run_digest = ?", sorted(self.waiting_del)
@@ -524,6 +553,7 @@ class Materializer:
             self._keys = load_keys(self.conn)
         batch = _Batch(self.conn, self._keys)
         try:
+            batch.preload(entries)
             for entry in entries:
                 batch.apply(entry)
             batch.flush()

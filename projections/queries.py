@@ -24,6 +24,7 @@ __all__ = [
     "aliases_of",
     "attestations",
     "group",
+    "latest_for_row",
     "leader_history",
     "list_runs",
     "manifest",
@@ -92,6 +93,15 @@ def run_exists(conn: sqlite3.Connection, digests: list[str]) -> set[str]:
     return found
 
 
+def latest_for_row(conn: sqlite3.Connection, row_key: str) -> str | None:
+    """The newest run ingested from the source row ``row_key``, if any."""
+    row = conn.execute(
+        "SELECT run_digest FROM p_rowkeys WHERE row_key = ? ORDER BY valid_from DESC LIMIT 1",
+        (row_key,),
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
 def run_view(conn: sqlite3.Connection, digest: str, as_of: int | None = None) -> RunView | None:
     """The run as it stood at ``as_of``."""
     p = _at(as_of)
@@ -136,6 +146,30 @@ def resolve_run(conn: sqlite3.Connection, ref: str, as_of: int | None = None) ->
             candidates=candidates,
         )
     return candidates[0]
+
+
+def run_versions(
+    conn: sqlite3.Connection, digest: str, as_of: int | None = None
+) -> list[tuple[int, RunView]]:
+    """Every version of a run up to ``as_of``: (position of the entry that made it, view)."""
+    rows = conn.execute(
+        "SELECT valid_from, view FROM p_runs WHERE run_digest = ? AND valid_from <= ? ORDER BY valid_from",
+        (digest, _at(as_of)),
+    )
+    return [(int(r[0]) - 1, _RUN.decode(r[1])) for r in rows]
+
+
+def entry_types(conn: sqlite3.Connection, positions: list[int]) -> dict[int, tuple[str, str]]:
+    """(type, recordedAt) of the entries at ``positions``."""
+    out: dict[int, tuple[str, str]] = {}
+    for i in range(0, len(positions), 500):
+        chunk = positions[i : i + 500]
+        marks = ",".join("?" * len(chunk))
+        for seq, type_, at in conn.execute(
+            f"SELECT seq, type, recorded_at FROM entries WHERE seq IN ({marks})", chunk
+        ):
+            out[int(seq)] = (type_, at)
+    return out
 
 
 def aliases_of(conn: sqlite3.Connection, digest: str, as_of: int | None = None) -> list[str]:
@@ -232,9 +266,12 @@ def ranked_members(
 def leader_history(
     conn: sqlite3.Connection, key: str | None = None, as_of: int | None = None
 ) -> Iterator[LeaderChange]:
-    """Leader changes (one group, or every group), ordered by group and ``at``."""
+    """Leader changes of one group (kernel comparison group or serving cohort), or of every
+    kernel comparison group (KernelIndex keeps leader history for those only), ordered by group
+    and ``at``."""
     p = _at(as_of)
-    where = f"{_LIVE}" + (" AND group_key = ?" if key else "")
+    where = f"{_LIVE}" + (" AND group_key = ?" if key else " AND kind = 'BenchmarkRun'")
+
     params: tuple[Any, ...] = (p, p, key) if key else (p, p)
     for row in conn.execute(
         "SELECT group_key, run_digest, at, cause, policy_version, previous_run_digest FROM p_leaders"
@@ -352,4 +389,34 @@ def reports(conn: sqlite3.Connection, digest: str, as_of: int | None = None) -> 
                 row[8] if resolved else None,
             )
         )
+    return out
+
+
+def all_ranks(conn: sqlite3.Connection, as_of: int | None = None) -> dict[str, tuple[int, int]]:
+    """Dense rank and distinct-value count of every eligible run, in one scan."""
+    p = _at(as_of)
+    groups: dict[str, list[tuple[float, str, str]]] = {}
+    for key, value, digest, direction in conn.execute(
+        f"SELECT group_key, primary_value, run_digest, direction FROM p_runs WHERE eligible = 1 AND {_LIVE}",
+        (p, p),
+    ):
+        groups.setdefault(key, []).append((value, digest, direction))
+    out: dict[str, tuple[int, int]] = {}
+    for members in groups.values():
+        sign = -1.0 if members[0][2] == "higher" else 1.0
+        values = sorted({sign * m[0] for m in members})
+        position = {v: i + 1 for i, v in enumerate(values)}
+        for value, digest, _ in members:
+            out[digest] = (position[sign * value], len(values))
+    return out
+
+
+def all_aliases(conn: sqlite3.Connection, as_of: int | None = None) -> dict[str, list[str]]:
+    """Every run's aliases, in one scan."""
+    out: dict[str, list[str]] = {}
+    for alias, digest in conn.execute(
+        "SELECT alias, run_digest FROM p_aliases WHERE valid_from <= ? ORDER BY alias",
+        (_at(as_of),),
+    ):
+        out.setdefault(digest, []).append(alias)
     return out

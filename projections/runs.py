@@ -207,7 +207,10 @@ def _ingest(event: RunIngested, ctx: Context) -> RunView:
     missing = tuple(role for role in _roles(event.kind) if role not in event.manifests)
     waiting = tuple(refs[r] for r in missing if r in refs)
     view = RunView(**base, unresolved=missing, waitingOn=waiting)
-    found = {refs[role]: m for role, m in event.manifests.items() if role != "run"}
+    found = {refs[role]: m for role, m in event.manifests.items() if role in refs}
+    project = event.manifests.get("project")
+    if project is not None:
+        view = _replace(view, project=project["spec"]["name"])
     return _resolve(view, found, all_roles=True)
 
 
@@ -272,7 +275,13 @@ def _apply_role(view: RunView, role: str, manifest: dict[str, Any]) -> dict[str,
             "operationDigest": view.operationDigest or spec["operationSpecDigest"],
         }
     if role == "implementation":
-        update: dict[str, Any] = {"sourceAvailable": _source_available(manifest)}
+        meta = manifest["metadata"]
+        update: dict[str, Any] = {
+            "sourceAvailable": _source_available(manifest),
+            "implementation": meta.get("title") or meta["name"],
+            "revision": spec["projectRevision"].get("version")
+            or spec["projectRevision"].get("commit"),
+        }
         if view.operationDigest is None:
             update["operationDigest"] = spec["operation"]["specDigest"]
         return update

@@ -23,6 +23,9 @@ _DDL = {
     "p_aliases": """CREATE TABLE IF NOT EXISTS p_aliases (
         alias TEXT NOT NULL, run_digest TEXT NOT NULL, valid_from INTEGER NOT NULL,
         PRIMARY KEY (alias, run_digest))""",
+    "p_rowkeys": """CREATE TABLE IF NOT EXISTS p_rowkeys (
+        row_key TEXT NOT NULL, run_digest TEXT NOT NULL, valid_from INTEGER NOT NULL,
+        PRIMARY KEY (row_key, run_digest))""",
     "p_manifests": """CREATE TABLE IF NOT EXISTS p_manifests (
         digest TEXT PRIMARY KEY, kind TEXT NOT NULL, name TEXT NOT NULL,
         valid_from INTEGER NOT NULL, body BLOB NOT NULL)""",
@@ -37,7 +40,7 @@ _DDL = {
     "p_leaders": """CREATE TABLE IF NOT EXISTS p_leaders (
         group_key TEXT NOT NULL, run_digest TEXT NOT NULL, previous_run_digest TEXT,
         at TEXT NOT NULL, cause TEXT NOT NULL, policy_version TEXT NOT NULL,
-        valid_from INTEGER NOT NULL, valid_to INTEGER,
+        valid_from INTEGER NOT NULL, valid_to INTEGER, kind TEXT NOT NULL,
         PRIMARY KEY (group_key, run_digest, valid_from))""",
     "p_keys": """CREATE TABLE IF NOT EXISTS p_keys (
         key_id TEXT PRIMARY KEY, role TEXT NOT NULL, name TEXT NOT NULL,

@@ -35,6 +35,9 @@ class RunView(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     source: str
     externalId: str | None = None
     benchmark: str | None = None
+    project: str | None = None
+    implementation: str | None = None
+    revision: str | None = None
     aliases: tuple[str, ...] = ()
     status: str
     sourceStatus: str | None = None

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from events.errors import EventError
-from service.errors import NotFound, ServiceError
+from service.errors import InvalidInput, NotFound, ServiceError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NOT_FOUND = 0, 1, 2, 3
 
@@ -73,6 +73,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return handler(args)
     except NotFound as exc:
         return _fail(exc.detail, EXIT_NOT_FOUND)
+    except InvalidInput as exc:
+        code = _fail(exc.detail, EXIT_USAGE)
+        for line in exc.details.get("report", []):  # type: ignore[attr-defined]
+            sys.stderr.write(f"  {line}\n")
+        return code
     except (EventError, ServiceError) as exc:
         return _fail(exc.detail, EXIT_USAGE)
     except KeyboardInterrupt:

@@ -22,3 +22,7 @@ class NotFound(ServiceError):
 
 class NotInitialised(NotFound):
     """The data directory has no log yet (run ``benchproof init``)."""
+
+
+class InvalidInput(UsageError):
+    """Input refused as a whole; ``details["report"]`` lists each problem (one line each)."""

@@ -33,7 +33,9 @@ def utcnow() -> datetime:
 
 def pending_of(event: Event, subject: str) -> Pending:
     """An event on its way into the log, encoded once."""
-    return Pending(type=event_tag(event), subject=subject, payload=EVENT_ENCODER.encode(event))
+    return Pending(
+        type=event_tag(event), subject=subject, payload=EVENT_ENCODER.encode(event), decoded=event
+    )
 
 
 class Ledger:

@@ -16,7 +16,9 @@ class RunIngested(Event, frozen=True, tag="run.ingested.v1", omit_defaults=True)
     environment, workload, implementation, operation; serving: model, configuration, workload,
     stack); ``unresolved`` names the roles still missing. ``aliases`` are ``source:externalId``
     style names (``kernelindex:<uuid>``, ``sol-execbench:165``); ``sourceStatus`` keeps the
-    source's own outcome word (``REWARD_HACK``...) when it says more than the manifest status."""
+    source's own outcome word (``REWARD_HACK``...) when it says more than the manifest status.
+    ``rowKey`` names the source row the run came from (stable across snapshots, unique within
+    the source): a later snapshot whose row of that key holds other values supersedes it."""
 
     runDigest: Sha256
     kind: Literal["BenchmarkRun", "ServingRun"]
@@ -26,6 +28,7 @@ class RunIngested(Event, frozen=True, tag="run.ingested.v1", omit_defaults=True)
     aliases: list[str] = msgspec.field(default_factory=list)
     sourceStatus: str | None = None
     publishedAt: str | None = None
+    rowKey: str | None = None
 
 
 class RunSuperseded(Event, frozen=True, tag="run.superseded.v1"):

@@ -6,12 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from service.commands.base import Sub
-from service.ingest import core
-from service.ingest import manifests as manifest_importer
-from service.ledger import Ledger
+import msgspec
 
-SOURCES = {"manifest": manifest_importer}
+from service.commands.base import Sub
+from service.ingest.api import SOURCES, run_import
+from service.ledger import Ledger
+from service.progress import Progress
 
 
 def register(sub: Sub, common: argparse.ArgumentParser) -> None:
@@ -22,20 +22,38 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
         description=(
             "Import into the signed log. SOURCE is one of: " + ", ".join(SOURCES) + ". "
             "A PATH may be a file or a folder (walked for the source's files). Invalid input is "
-            "refused whole (exit 2, nothing appended); what the log already holds is not appended again."
+            "refused whole (exit 2, nothing appended) unless --skip-invalid; what the log "
+            "already holds is not appended again."
         ),
     )
-    p.add_argument(
-        "source", choices=sorted(SOURCES), metavar="SOURCE", help=" | ".join(sorted(SOURCES))
-    )
+    p.add_argument("source", choices=list(SOURCES), metavar="SOURCE", help=" | ".join(SOURCES))
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    p.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="append the valid rows; write the rejected ones to --rejected",
+    )
+    p.add_argument(
+        "--rejected",
+        type=Path,
+        default=Path("rejected.jsonl"),
+        metavar="FILE",
+        help="where --skip-invalid writes rejected rows with reasons (default: rejected.jsonl)",
+    )
     p.set_defaults(handler=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    importer = SOURCES[args.source]
-    plan = importer.plan(args.paths)
-    with Ledger.open(args.data) as ledger:
-        result = core.commit(ledger, plan)
+    with Ledger.open(args.data) as ledger, Progress(f"ingest {args.source}") as bar:
+        result, rejected = run_import(
+            ledger, args.source, args.paths, skip_invalid=args.skip_invalid, progress=bar.advance
+        )
+    if rejected:
+        with args.rejected.open("wb") as fh:
+            for r in rejected:
+                fh.write(msgspec.json.encode(r) + b"\n")
+        sys.stderr.write(
+            f"benchproof: {len(rejected)} invalid rows skipped; written with reasons to {args.rejected}\n"
+        )
     sys.stdout.write(result.summary() + "\n")
     return 0

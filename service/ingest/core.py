@@ -16,11 +16,18 @@ from typing import Any
 import msgspec
 
 from events.documents import Checked
-from events.types import Event, ManifestRecorded, Origin, RunIngested, SourceRegistered
-from projections.queries import known_manifests, manifest, run_exists
+from events.types import (
+    Event,
+    ManifestRecorded,
+    Origin,
+    RunIngested,
+    RunSuperseded,
+    SourceRegistered,
+)
+from projections.queries import known_manifests, latest_for_row, manifest, run_exists
 from service.ledger import Ledger
 
-__all__ = ["IngestResult", "Plan", "RunItem", "commit"]
+__all__ = ["IngestResult", "Plan", "Rejected", "RunItem", "commit"]
 
 _KERNEL_REFS = (
     ("protocol", "protocolDigest"),
@@ -44,13 +51,22 @@ class RunItem(msgspec.Struct, frozen=True, kw_only=True):
     aliases: tuple[str, ...] = ()
     sourceStatus: str | None = None
     publishedAt: str | None = None
-    supersedes: str | None = None  # a run this one corrects (same source row, new values)
+    rowKey: str | None = None  # the source row it came from: a changed row supersedes
+
+
+class Rejected(msgspec.Struct, frozen=True):
+    """A row an importer could not read, and why."""
+
+    file: str
+    row: str
+    reason: str
 
 
 class Plan(msgspec.Struct, kw_only=True):
-    runs: list[RunItem] = []
-    manifests: list[tuple[Checked, Origin]] = []
-    sources: list[SourceRegistered] = []
+    runs: list[RunItem] = msgspec.field(default_factory=list)
+    manifests: list[tuple[Checked, Origin]] = msgspec.field(default_factory=list)
+    sources: list[SourceRegistered] = msgspec.field(default_factory=list)
+    rejected: list[Rejected] = msgspec.field(default_factory=list)
 
 
 class IngestResult(msgspec.Struct, kw_only=True):
@@ -138,9 +154,22 @@ def commit(
     carried_digests: set[str] = set()
     seen_runs = run_exists(conn, [item.run.digest for item in plan.runs])
     run_events: list[tuple[Event, str]] = []
-    for item in plan.runs:
+    latest_row: dict[str, str] = {}
+    # Runs enter the log in the order they were observed (then by digest): history reads
+    # naturally, and each group's leader walk only ever extends. A stable sort keeps a source's
+    # own order (oldest snapshot first) for rows observed at the same instant.
+    ordered = sorted(
+        plan.runs, key=lambda item: (item.run.manifest["spec"]["observedAt"], item.run.digest)
+    )
+    for item in ordered:
+        if item.rowKey is not None and item.rowKey not in latest_row:
+            previous = latest_for_row(conn, item.rowKey)
+            if previous is not None:
+                latest_row[item.rowKey] = previous
         if item.run.digest in seen_runs:
             result.runs_known += 1
+            if item.rowKey is not None:
+                latest_row[item.rowKey] = item.run.digest
             continue
         seen_runs.add(item.run.digest)
         carried: dict[str, dict[str, Any]] = {"run": item.run.manifest}
@@ -171,9 +200,20 @@ def commit(
             aliases=list(item.aliases),
             sourceStatus=item.sourceStatus,
             publishedAt=item.publishedAt,
+            rowKey=item.rowKey,
         )
         run_events.append((event, item.run.digest))
         result.runs_appended += 1
+        if item.rowKey is not None:
+            previous = latest_row.get(item.rowKey)
+            latest_row[item.rowKey] = item.run.digest
+            if previous is not None and previous != item.run.digest:
+                reason = f"{item.origin.source} corrected row {item.rowKey}"
+                superseded = RunSuperseded(
+                    runDigest=previous, supersededBy=item.run.digest, reason=reason
+                )
+                run_events.append((superseded, previous))
+                result.superseded += 1
     already = known_manifests(conn, sorted({c.digest for c, _ in plan.manifests}))
     recorded: set[str] = set()
     for checked, origin in plan.manifests:

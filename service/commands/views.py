@@ -1,0 +1,237 @@
+"""``benchproof runs list|show``, ``groups show|history`` and ``replay``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from projections import queries
+from projections.errors import AmbiguousRun, UnknownGroup, UnknownRun
+from service.asof import resolve_as_of
+from service.commands.base import Sub
+from service.dossier import build_dossier, short_id
+from service.errors import NotFound, UsageError
+from service.ledger import Ledger
+from service.replay import replay
+
+_ENC = msgspec.json.Encoder()
+
+
+def register(sub: Sub, common: argparse.ArgumentParser) -> None:
+    as_of = argparse.ArgumentParser(add_help=False)
+    as_of.add_argument(
+        "--as-of",
+        dest="as_of",
+        metavar="X",
+        help="a tree size or an RFC 3339 instant (default: now)",
+    )
+    as_json = argparse.ArgumentParser(add_help=False)
+    as_json.add_argument("--json", action="store_true", help="machine-readable output")
+
+    runs = sub.add_parser("runs", parents=[common], help="show and list runs")
+    runsub = runs.add_subparsers(dest="runs_command", metavar="WHAT", parser_class=type(runs))
+    runsub.required = True
+    p = runsub.add_parser("show", parents=[common, as_of, as_json], help="one run's dossier")
+    p.add_argument(
+        "run",
+        metavar="RUN",
+        help="short id, sha256:… digest, kernelindex:<uuid> or <source>:<externalId>",
+    )
+    p.set_defaults(handler=_show)
+    p = runsub.add_parser(
+        "list", parents=[common, as_of, as_json], help="every run (JSON lines with --json)"
+    )
+    p.add_argument("--group", metavar="KEY", help="only runs of this comparison (or cohort) key")
+    p.add_argument("--source", help="only runs from this source")
+    p.add_argument("--evidence", help="only runs at this evidence level")
+    p.set_defaults(handler=_list)
+
+    groups = sub.add_parser("groups", parents=[common], help="comparison groups and leader history")
+    groupsub = groups.add_subparsers(
+        dest="groups_command", metavar="WHAT", parser_class=type(groups)
+    )
+    groupsub.required = True
+    p = groupsub.add_parser("show", parents=[common, as_of, as_json], help="a group's ranked runs")
+    p.add_argument("key", metavar="KEY")
+    p.set_defaults(handler=_group)
+    p = groupsub.add_parser(
+        "history", parents=[common, as_of, as_json], help="leader changes (JSON lines with --json)"
+    )
+    p.add_argument("key", metavar="KEY", nargs="?")
+    p.set_defaults(handler=_history)
+
+    p = sub.add_parser(
+        "replay", parents=[common], help="rebuild every projection from the log and compare"
+    )
+    p.set_defaults(handler=_replay)
+
+
+def _ledger(args: argparse.Namespace, fn: Callable[[Ledger, int | None], int]) -> int:
+    with Ledger.open(args.data) as ledger:
+        at = resolve_as_of(ledger.store, getattr(args, "as_of", None))
+        return fn(ledger, at)
+
+
+def _write(obj: Any) -> None:
+    sys.stdout.buffer.write(_ENC.encode(obj) + b"\n")
+
+
+def _resolve(ledger: Ledger, ref: str, at: int | None) -> str:
+    try:
+        return queries.resolve_run(ledger.store.connection, ref, at)
+    except UnknownRun as exc:
+        raise NotFound(exc.detail) from None
+    except AmbiguousRun as exc:
+        candidates = exc.details["candidates"]
+        assert isinstance(candidates, list)  # noqa: S101 - set by resolve_run
+        raise UsageError(exc.detail + ": " + ", ".join(candidates)) from None
+
+
+def _show(args: argparse.Namespace) -> int:
+    def run(ledger: Ledger, at: int | None) -> int:
+        digest = _resolve(ledger, args.run, at)
+        dossier = build_dossier(ledger.store.connection, digest, at, size=ledger.store.size)
+        if dossier is None:
+            raise NotFound(f"no run matches {args.run!r} as of {at}")
+        if args.json:
+            sys.stdout.buffer.write(msgspec.json.format(_ENC.encode(dossier), indent=2) + b"\n")
+            return 0
+        primary = dossier.primary
+        value = (
+            f"{primary.value} {primary.unit} ({primary.metric} {primary.statistic})"
+            if primary
+            else "none"
+        )
+        rank = f"#{dossier.rank.rank} of {dossier.rank.of}" if dossier.rank else "unranked"
+        lines = [
+            f"Run {dossier.shortId}  {dossier.title or dossier.name}",
+            f"  digest          {dossier.runDigest}",
+            f"  primary         {value}",
+            f"  rank            {rank} in {dossier.comparisonKey or dossier.cohortKey or '(group unresolved)'}",
+            f"  evidence        {dossier.evidenceLevel}: {dossier.evidenceReason}",
+            f"  status          {dossier.status}"
+            + (f" ({dossier.sourceStatus})" if dossier.sourceStatus else ""),
+            f"  source          {dossier.source} {dossier.externalId or ''}".rstrip(),
+            f"  observed        {dossier.observedAt}; recorded {dossier.recordedAt} (entry {dossier.ingestPosition})",
+            f"  hardware        {dossier.hardware or 'unknown'}",
+            f"  aliases         {', '.join(dossier.aliases) or '-'}",
+            f"  unresolved      {', '.join(dossier.unresolved) or '-'}",
+            f"  as of size      {dossier.asOf}",
+        ]
+        print("\n".join(lines))
+        return 0
+
+    return _ledger(args, run)
+
+
+def _list(args: argparse.Namespace) -> int:
+    def run(ledger: Ledger, at: int | None) -> int:
+        conn = ledger.store.connection
+        ranks = queries.all_ranks(conn, at)
+        aliases = queries.all_aliases(conn, at)
+        out = sys.stdout.buffer
+        for view in queries.list_runs(
+            conn, at, group_key=args.group, source=args.source, evidence=args.evidence
+        ):
+            rank = ranks.get(view.runDigest)
+            row = {
+                "runDigest": view.runDigest,
+                "shortId": short_id(view.runDigest),
+                "kind": view.kind,
+                "comparisonKey": view.comparisonKey,
+                "cohortKey": view.cohortKey,
+                "rank": rank[0] if rank else None,
+                "of": rank[1] if rank else None,
+                "evidenceLevel": view.evidenceLevel,
+                "status": view.status,
+                "source": view.source,
+                "externalId": view.externalId,
+                "aliases": aliases.get(view.runDigest, []),
+                "primaryValue": view.primaryValue,
+                "primaryUnit": view.primaryUnit,
+                "hardware": view.hardware,
+                "observedAt": view.observedAt,
+            }
+            if args.json:
+                out.write(_ENC.encode(row) + b"\n")
+            else:
+                out.write(
+                    f"{row['shortId']}  {view.evidenceLevel:<12} {view.primaryValue!s:>14} {view.primaryUnit or '':<6}"
+                    f" {view.source:<18} {view.name}\n".encode()
+                )
+        return 0
+
+    return _ledger(args, run)
+
+
+def _group(args: argparse.Namespace) -> int:
+    def run(ledger: Ledger, at: int | None) -> int:
+        conn = ledger.store.connection
+        try:
+            summary = queries.group(conn, args.key, at)
+        except UnknownGroup as exc:
+            raise NotFound(exc.detail) from None
+        members = queries.ranked_members(conn, args.key, at)
+        if args.json:
+            body = {
+                **msgspec.to_builtins(summary),
+                "runs": [
+                    {
+                        "rank": r,
+                        "runDigest": v.runDigest,
+                        "value": v.primaryValue,
+                        "unit": v.primaryUnit,
+                        "observedAt": v.observedAt,
+                        "evidenceLevel": v.evidenceLevel,
+                        "name": v.name,
+                    }
+                    for r, v in members
+                ],
+            }
+            sys.stdout.buffer.write(msgspec.json.format(_ENC.encode(body), indent=2) + b"\n")
+            return 0
+        print(
+            f"group {summary.comparisonKey} ({summary.metricKey}, {summary.direction} is better), {summary.members} runs"
+        )
+        for r, v in members:
+            print(
+                f"  #{r:<4} {short_id(v.runDigest)}  {v.primaryValue} {v.primaryUnit or ''}  {v.name}"
+            )
+        return 0
+
+    return _ledger(args, run)
+
+
+def _history(args: argparse.Namespace) -> int:
+    def run(ledger: Ledger, at: int | None) -> int:
+        for change in queries.leader_history(ledger.store.connection, args.key, at):
+            if args.json:
+                _write(change)
+            else:
+                prev = short_id(change.previousRunDigest) if change.previousRunDigest else "-"
+                print(
+                    f"{change.at}  {change.comparisonKey[:19]}  {short_id(change.runDigest)} (was {prev})  {change.cause}"
+                )
+        return 0
+
+    return _ledger(args, run)
+
+
+def _replay(args: argparse.Namespace) -> int:
+    with Ledger.open(args.data) as ledger:
+        report = replay(ledger)
+    for table, digest in report.digests.items():
+        print(f"  {table:<16} {digest}")
+    if report.ok:
+        print(f"ok: {report.entries} entries replayed; every projection equals the incremental one")
+        return 0
+    first = report.differences[0]
+    sys.stderr.write(
+        f"benchproof: replay differs in table {first.table}: first differing row "
+        f"incremental={_ENC.encode(first.incremental).decode()} rebuilt={_ENC.encode(first.rebuilt).decode()}\n"
+    )
+    return 1

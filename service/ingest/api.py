@@ -1,0 +1,64 @@
+"""The importer API the CLI and the HTTP layer call: one function, any source."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import ModuleType
+
+from service.errors import InvalidInput, UsageError
+from service.ingest.core import IngestResult, Plan, Rejected, commit
+from service.ledger import Ledger
+
+__all__ = ["SOURCES", "importer", "plan_import", "run_import"]
+
+SOURCES: dict[str, str] = {
+    "manifest": "service.ingest.manifests",
+    "kernelindex-catalog": "service.ingest.kernelindex",
+    "sol-execbench": "service.ingest.solexecbench",
+    "liger": "service.ingest.liger",
+    "mlperf-inference": "service.ingest.mlperf",
+    "kernelbench-timings": "service.ingest.kernelbench",
+}
+
+
+def importer(source: str) -> ModuleType:
+    """The importer module of ``source``.
+
+    Raises:
+        UsageError: no importer has that name.
+    """
+    if source not in SOURCES:
+        raise UsageError(f"unknown source {source!r}; choose one of {', '.join(SOURCES)}")
+    return importlib.import_module(SOURCES[source])
+
+
+def plan_import(source: str, paths: Sequence[Path], *, skip_invalid: bool = False) -> Plan:
+    """Read and check what ``paths`` hold, for ``source``.
+
+    Raises:
+        InvalidInput: rows were invalid and ``skip_invalid`` is false; the report names each.
+        InvalidManifest / NotFound / UsageError: as the importer raises them.
+    """
+    plan: Plan = importer(source).plan(list(paths))
+    if plan.rejected and not skip_invalid:
+        raise InvalidInput(
+            f"{len(plan.rejected)} invalid rows: the import is refused whole and nothing was "
+            "appended (--skip-invalid imports the valid rows and writes the rejected ones to a file)",
+            report=[f"{r.file}: {r.row}: {r.reason}" for r in plan.rejected],
+        )
+    return plan
+
+
+def run_import(
+    ledger: Ledger,
+    source: str,
+    paths: Sequence[Path],
+    *,
+    skip_invalid: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[IngestResult, list[Rejected]]:
+    """Plan and commit an import; return the result and the rows rejected (with reasons)."""
+    plan = plan_import(source, paths, skip_invalid=skip_invalid)
+    return commit(ledger, plan, progress=progress), plan.rejected
