@@ -39,8 +39,10 @@ __all__ = ["Appended", "LogStore", "format_instant"]
 
 SCHEMA_VERSION = 1
 
-BatchSigner = Callable[[Sequence[Pending]], list[bytes]]
-"""Signs the payloads of pendings (in order) and returns their DSSE envelopes as JSON bytes."""
+ChunkSigner = Callable[[list[list[Pending]]], Iterator[list[bytes]]]
+"""Signs chunks of pendings and yields, chunk by chunk in order, their DSSE envelopes as JSON
+bytes (signing may run ahead on other threads while the store writes earlier chunks)."""
+CHUNK = 1024
 NoteSigner = Callable[[str], bytes]
 """Signs a checkpoint body as a C2SP signed note and returns the note bytes."""
 Projector = Callable[[sqlite3.Connection, Sequence[StoredEntry]], None]
@@ -270,7 +272,7 @@ class LogStore:
         self,
         pending: Sequence[Pending],
         *,
-        sign: BatchSigner,
+        sign: ChunkSigner,
         sign_checkpoint: NoteSigner,
         signer_of: SignerOf,
         now: datetime,
@@ -279,6 +281,10 @@ class LogStore:
         """Append a batch in one transaction: entries, tree nodes, the projections (through
         ``project``) and a signed checkpoint covering them. Entries whose payload the log already
         holds are not appended again; their existing positions are returned.
+
+        The batch is written in chunks as their signatures arrive, so signing (on the signer's
+        threads) overlaps with writing; the transaction still commits the batch whole or not at
+        all.
 
         Raises:
             LogError: the batch could not be committed (nothing of it was).
@@ -290,35 +296,29 @@ class LogStore:
             for i, d in enumerate(digests):
                 if d not in known and d not in first:
                     first[d] = i
-            todo = list(first.values())
             appended: set[str] = set()
-            if todo:
-                # Sign before taking the write lock, so the lock is held only to write.
-                unsigned = [pending[i] for i in todo if pending[i].envelope is None]
-                signed = iter(sign(unsigned))
-                envelopes = [
-                    env if (env := pending[i].envelope) is not None else next(signed) for i in todo
-                ]
+            if first:
+                todo = list(first.values())
                 appended = self._commit(
                     [pending[i] for i in todo],
                     [digests[i] for i in todo],
-                    envelopes,
+                    sign,
                     sign_checkpoint,
                     signer_of,
                     now,
                     project,
                     known,
                 )
-            out = []
-            for i, d in enumerate(digests):
-                out.append(Appended(known[d], d in appended and first.get(d) == i, d))
-            return out
+            return [
+                Appended(known[d], d in appended and first.get(d) == i, d)
+                for i, d in enumerate(digests)
+            ]
 
     def _commit(
         self,
         items: list[Pending],
         digests: list[str],
-        envelopes: list[bytes],
+        sign: ChunkSigner,
         sign_checkpoint: NoteSigner,
         signer_of: SignerOf,
         now: datetime,
@@ -331,46 +331,53 @@ class LogStore:
         try:
             # Another writer may have appended since we looked: re-check under the lock.
             raced = self.find(digests)
+            known.update(raced)
             if self._stored_size() != self._edge.size:
                 self._edge = self._load_edge()
             last = conn.execute("SELECT max(recorded_at) FROM entries").fetchone()[0]
             recorded_at = max(format_instant(now), last or "")
-            rows, nodes, stored = [], [], []
-            edge = self._edge
-            for item, digest, envelope in zip(items, digests, envelopes, strict=True):
-                if digest in raced:
-                    known[digest] = raced[digest]
-                    continue
-                seq = edge.size
-                leaf = encode_leaf(seq, recorded_at, item.type, item.subject, envelope)
-                lh = leaf_hash(leaf)
-                for level, index, h in edge.append(lh):
-                    if level:
-                        nodes.append((level, index, h))
-                rows.append((seq, recorded_at, item.type, item.subject, digest, lh, leaf))
-                known[digest] = seq
-                stored.append(
-                    StoredEntry(
-                        seq,
-                        recorded_at,
-                        item.type,
-                        item.subject,
-                        item.payload_type,
-                        item.payload,
-                        digest,
-                        signer_of(envelope),
-                        item.decoded,
+            keep = [(item, d) for item, d in zip(items, digests, strict=True) if d not in raced]
+            chunks = [keep[i : i + CHUNK] for i in range(0, len(keep), CHUNK)]
+            to_sign = [[item for item, _ in chunk if item.envelope is None] for chunk in chunks]
+            edge, appended = self._edge, set()
+            for chunk, envelopes in zip(chunks, sign(to_sign), strict=True):
+                signed = iter(envelopes)
+                rows, nodes, stored = [], [], []
+                for item, digest in chunk:
+                    envelope = item.envelope if item.envelope is not None else next(signed)
+                    seq = edge.size
+                    leaf = encode_leaf(seq, recorded_at, item.type, item.subject, envelope)
+                    lh = leaf_hash(leaf)
+                    for level, index, h in edge.append(lh):
+                        if level:
+                            nodes.append((level, index, h))
+                    rows.append((seq, recorded_at, item.type, item.subject, digest, lh, leaf))
+                    known[digest] = seq
+                    stored.append(
+                        StoredEntry(
+                            seq,
+                            recorded_at,
+                            item.type,
+                            item.subject,
+                            item.payload_type,
+                            item.payload,
+                            digest,
+                            signer_of(envelope),
+                            item.decoded,
+                        )
                     )
+                conn.executemany(
+                    "INSERT INTO entries (seq, recorded_at, type, subject, payload_digest, leaf_hash, leaf)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    rows,
                 )
-            conn.executemany(
-                "INSERT INTO entries (seq, recorded_at, type, subject, payload_digest, leaf_hash, leaf)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                rows,
-            )
-            conn.executemany("INSERT INTO tree_nodes (level, idx, hash) VALUES (?, ?, ?)", nodes)
-            if project is not None and stored:
-                project(conn, stored)
-            if stored:
+                conn.executemany(
+                    "INSERT INTO tree_nodes (level, idx, hash) VALUES (?, ?, ?)", nodes
+                )
+                if project is not None:
+                    project(conn, stored)
+                appended.update(e.payload_digest for e in stored)
+            if appended:
                 root = edge.root()
                 note = sign_checkpoint(checkpoint_body(self.origin, edge.size, root))
                 conn.execute(
@@ -379,7 +386,7 @@ class LogStore:
                 )
             conn.execute("COMMIT")
             self._edge = edge
-            return {e.payload_digest for e in stored}
+            return appended
         except BaseException:
             conn.execute("ROLLBACK")
             self._edge = self._load_edge()

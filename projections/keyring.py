@@ -30,7 +30,7 @@ from events.types import (
     SourceRegistered,
 )
 
-__all__ = ["KeyView", "fold_keys"]
+__all__ = ["KeyView", "fold_keys", "may_sign"]
 
 
 class KeyView(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -51,24 +51,40 @@ class KeyView(msgspec.Struct, frozen=True, omit_defaults=True):
         return self.since <= seq and (self.until is None or seq < self.until)
 
 
-def fold_keys(keys: Mapping[str, KeyView], event: AnyEvent, seq: int) -> Mapping[str, KeyView]:
-    """Every key after the entry at ``seq`` (a new mapping when something changed).
-    Registration takes effect for later entries; revocation and rotation from the next entry on;
-    a rotated key's successor inherits its role and name."""
+def may_sign(keys: Mapping[str, KeyView], signer: str, seq: int) -> KeyView | None:
+    """The signer's key if it could sign the entry at ``seq``."""
+    key = keys.get(signer)
+    return key if key is not None and key.valid_at(seq) else None
+
+
+def fold_keys(
+    keys: Mapping[str, KeyView], event: AnyEvent, seq: int, signer: str
+) -> Mapping[str, KeyView]:
+    """Every key after the entry at ``seq`` signed by ``signer`` (a new mapping when something
+    changed). A key event takes effect only when its signer may make it: an index key registers
+    any key (the genesis entry registers the index key, signed by it), a community key registers
+    itself, and a key is revoked or rotated by an index key or by itself. Registration takes
+    effect for later entries; revocation and rotation from the next entry on; a rotated key's
+    successor inherits its role and name."""
+    by = may_sign(keys, signer, seq)
+    by_index = by is not None and by.role == "index"
     match event:
         case KeyRegistered():
-            if event.keyId in keys:
+            genesis = not keys and seq == 0 and event.role == "index" and event.keyId == signer
+            own = event.role == "community" and event.keyId == signer
+            if event.keyId in keys or not (by_index or genesis or own):
                 return keys
             view = KeyView(event.keyId, event.role, event.name, event.publicKey, seq + 1)
             return {**keys, event.keyId: view}
         case KeyRevoked():
             old = keys.get(event.keyId)
-            if old is None or old.until is not None:
+            if old is None or old.until is not None or not (by_index or (by is old)):
                 return keys
             return {**keys, event.keyId: _end(old, seq, revokedReason=event.reason)}
         case KeyRotated():
             old = keys.get(event.keyId)
-            if old is None or old.until is not None or event.newKeyId in keys:
+            allowed = by_index or (by is old)
+            if old is None or old.until is not None or event.newKeyId in keys or not allowed:
                 return keys
             new = KeyView(event.newKeyId, old.role, old.name, event.newPublicKey, seq + 1)
             return {

@@ -200,7 +200,7 @@ class _Batch:
         ctx = Context(
             entry.seq, entry.recordedAt, self.role(entry.signer, entry.seq), entry.payload_digest
         )
-        keys = fold_keys(self.keys, event, entry.seq)
+        keys = fold_keys(self.keys, event, entry.seq, entry.signer)
         if keys is not self.keys:
             self.keys, self.keys_changed = keys, True
         for digest in self._targets(event):

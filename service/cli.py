@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import NoReturn
 
 from events.errors import EventError
+from keys import KeyringError
+from projections.errors import ProjectionError, UnknownGroup, UnknownRun
 from service.errors import InvalidInput, NotFound, ServiceError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NOT_FOUND = 0, 1, 2, 3
@@ -78,7 +80,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in exc.details.get("report", []):  # type: ignore[attr-defined]
             sys.stderr.write(f"  {line}\n")
         return code
-    except (EventError, ServiceError) as exc:
+    except (UnknownRun, UnknownGroup) as exc:
+        return _fail(exc.detail, EXIT_NOT_FOUND)
+    except (EventError, ServiceError, KeyringError, ProjectionError) as exc:
         return _fail(exc.detail, EXIT_USAGE)
     except KeyboardInterrupt:
         return _fail("interrupted", 130)

@@ -102,7 +102,7 @@ class Ledger:
         self._catch_up_if_needed()
         return self.store.append(
             pending,
-            sign=self.signers.sign_batch,
+            sign=self.signers.sign_chunks,
             sign_checkpoint=self.signers.sign_checkpoint,
             signer_of=envelope_signer,
             now=self.clock(),

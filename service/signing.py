@@ -4,7 +4,7 @@ signer."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import msgspec
@@ -67,16 +67,30 @@ class Signers:
         key = self.index
         return [encode_envelope(sign_envelope(p.payload_type, p.payload, key)) for p in items]
 
-    def sign_batch(self, items: Sequence[Pending]) -> list[bytes]:
-        """DSSE envelopes (JSON bytes) over each pending payload, signed by the index key."""
-        if self._pool is None or len(items) < _PARALLEL_FROM:
-            return self._sign_chunk(items)
-        step = -(-len(items) // self._threads)
-        chunks = [items[i : i + step] for i in range(0, len(items), step)]
-        out: list[bytes] = []
-        for part in self._pool.map(self._sign_chunk, chunks):
-            out.extend(part)
-        return out
+    def sign_chunks(self, chunks: list[list[Pending]]) -> Iterator[list[bytes]]:
+        """DSSE envelopes (JSON bytes) over each pending payload, signed by the index key, chunk
+        by chunk in order. Large work is split across the pool's threads and runs ahead of the
+        consumer (Ed25519 signing releases the GIL)."""
+        if self._pool is None or sum(map(len, chunks)) < _PARALLEL_FROM:
+            for chunk in chunks:
+                yield self._sign_chunk(chunk)
+            return
+        halves = []
+        for chunk in chunks:
+            mid = (len(chunk) + 1) // 2
+            halves.append(
+                (
+                    self._pool.submit(self._sign_chunk, chunk[:mid]),
+                    self._pool.submit(self._sign_chunk, chunk[mid:]),
+                )
+            )
+        try:
+            for left, right in halves:
+                yield left.result() + right.result()
+        finally:
+            for left, right in halves:
+                left.cancel()
+                right.cancel()
 
     def sign_checkpoint(self, body: str) -> bytes:
         """The checkpoint body as a C2SP signed note by the log key."""

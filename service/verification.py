@@ -114,7 +114,8 @@ class _Checker:
             leaf = bytes(leaf_value)
             if seq != expected:
                 self.bad(expected, f"entry {expected} is missing (the next stored entry is {seq})")
-                return
+                break
+
             expected += 1
             lh = leaf_hash(leaf)
             self._grow(seq, lh)
@@ -166,14 +167,15 @@ class _Checker:
             key = self._genesis(entry, payload)
             if key is None:
                 return None
+        elif self._self_registration(entry, payload, keyid):
+            pass  # proof of possession: the new community key signs its own registration
         elif key is None or not key.valid_at(seq):
-            self.bad(
-                seq,
-                f"entry {seq}: signed by key {keyid[:16]}…, which is not valid at this position",
-            )
+            reason = f"signed by key {keyid[:16]}…, which is not valid at this position"
+            self.bad(seq, f"entry {seq}: {reason}")
             return None
-        allowed = ALLOWED.get(entry.type, _INDEX)
-        if key.role not in allowed and not self._self_signed_key_event(entry, payload, keyid):
+        elif key.role not in ALLOWED.get(entry.type, _INDEX) and not self._own_key_event(
+            entry, payload, keyid
+        ):
             self.bad(seq, f"entry {seq}: a {key.role} key may not write {entry.type}")
             return None
         self._apply_key_event(seq, entry, payload)
@@ -217,12 +219,20 @@ class _Checker:
             return None
         return KeyView(event.keyId, "index", event.name, event.publicKey, 0)
 
-    def _self_signed_key_event(self, entry: Entry, payload: bytes, keyid: str) -> bool:
-        if entry.type not in ("key.revoked.v1", "key.rotated.v1", "key.registered.v1"):
+    def _self_registration(self, entry: Entry, payload: bytes, keyid: str) -> bool:
+        """A community key registering itself (signed by the key it registers, new to the log)."""
+        if entry.type != "key.registered.v1" or keyid in self.keys:
             return False
         event = EVENT_DECODER.decode(payload)
-        if isinstance(event, KeyRegistered):
-            return event.role == "community" and event.keyId == keyid
+        return (
+            isinstance(event, KeyRegistered) and event.role == "community" and event.keyId == keyid
+        )
+
+    def _own_key_event(self, entry: Entry, payload: bytes, keyid: str) -> bool:
+        """A key revoking itself, or rotating itself to a successor."""
+        if entry.type not in ("key.revoked.v1", "key.rotated.v1"):
+            return False
+        event = EVENT_DECODER.decode(payload)
         return isinstance(event, KeyRevoked | KeyRotated) and event.keyId == keyid
 
     def _apply_key_event(self, seq: int, entry: Entry, payload: bytes) -> None:
@@ -235,7 +245,7 @@ class _Checker:
         except msgspec.DecodeError:
             self.bad(seq, f"entry {seq}: the key event does not decode")
             return
-        self.keys = fold_keys(self.keys, event, seq)
+        self.keys = fold_keys(self.keys, event, seq, entry.envelope.signatures[0].keyid)
         for key_id in (getattr(event, "keyId", None), getattr(event, "newKeyId", None)):
             view = self.keys.get(key_id) if key_id else None
             if view is not None and key_id not in self.publics:

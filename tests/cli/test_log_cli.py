@@ -1,0 +1,119 @@
+"""The public output formats of ``benchproof log`` and ``init``/``verify``, checked with the
+independent verifier (tests/independent.py)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli.conftest import Runner
+from tests.corpora import corpus, shared_file
+from tests.independent import h, mth, open_checkpoint, root_from_path, roots_from_subproof
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory, bp: Runner) -> Path:
+    d = tmp_path_factory.mktemp("logcli") / "data"
+    assert bp("init", "--data", d, "--origin", "benchproof.test/log").returncode == 0
+    return d
+
+
+def test_init_is_idempotent_and_keys_are_private(bp: Runner, data: Path) -> None:
+    again = bp("--data", data, "init")
+    assert again.returncode == 0
+    assert "already initialised" in again.stdout
+    for name in ("index.key", "log.key"):
+        assert (data / "keys" / name).stat().st_mode & 0o777 == 0o600
+
+
+def test_world_readable_private_key_is_refused(bp: Runner, tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    assert bp("init", "--data", d).returncode == 0
+    (d / "keys" / "index.key").chmod(0o644)
+    out = bp("log", "key", "--data", d)
+    assert out.returncode == 2
+    assert "readable" in out.stderr and out.stderr.count("\n") == 1
+
+
+def test_full_round_of_public_formats(bp: Runner, data: Path) -> None:
+    vkey = bp("log", "key", "--data", data).stdout.strip()
+    name, keyhash, _ = vkey.split("+", 2)
+    assert name == "benchproof.test/log" and len(keyhash) == 8
+    first = bp("log", "checkpoint", "--data", data)
+    origin, n1, r1 = open_checkpoint(first.stdout.encode(), vkey)
+    assert origin == "benchproof.test/log"
+    assert (
+        bp("ingest", "manifest", shared_file("seed-manifest.json"), "--data", data).returncode == 0
+    )
+    examples = sorted(corpus("kernelindex-manifests", "examples").glob("*.yaml"))
+    assert bp("--data", data, "ingest", "manifest", *examples).returncode == 0
+    _, n2, r2 = open_checkpoint(bp("log", "checkpoint", "--data", data).stdout.encode(), vkey)
+    assert n2 > n1
+    lines = [json.loads(x) for x in bp("log", "entries", "--data", data).stdout.splitlines()]
+    assert [x["index"] for x in lines] == list(range(n2))
+    leaves = [base64.b64decode(x["leaf"]) for x in lines]
+    assert mth(leaves) == r2 and mth(leaves[:n1]) == r1
+    partial = bp("log", "entries", "--start", "2", "--end", "4", "--data", data).stdout.splitlines()
+    assert [json.loads(x)["index"] for x in partial] == [2, 3]
+    for index in range(n2):
+        proof = json.loads(bp("log", "proof", "inclusion", index, n2, "--data", data).stdout)
+        assert (proof["index"], proof["treeSize"]) == (index, n2)
+        hashes = [base64.b64decode(x) for x in proof["hashes"]]
+        assert root_from_path(index, n2, h(b"\x00" + leaves[index]), hashes) == r2
+    default = json.loads(bp("log", "proof", "inclusion", 0, "--data", data).stdout)
+    assert default["treeSize"] == n2
+    con = json.loads(bp("log", "proof", "consistency", n1, n2, "--data", data).stdout)
+    assert (con["oldSize"], con["newSize"]) == (n1, n2)
+    hashes = [base64.b64decode(x) for x in con["hashes"]]
+    assert roots_from_subproof(n1, n2, True, hashes, r1) == (r1, r2)
+    assert bp("verify", "--data", data).returncode == 0
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("log", "proof", "inclusion", "99", "2"),
+        ("log", "proof", "consistency", "0", "2"),
+        ("log", "proof", "consistency", "3", "2"),
+    ],
+)
+def test_impossible_proofs_exit_2(bp: Runner, data: Path, args: tuple[str, ...]) -> None:
+    out = bp(*args, "--data", data)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.count("\n") == 1
+
+
+def test_missing_data_dir_exits_3(bp: Runner, tmp_path: Path) -> None:
+    for args in (("verify",), ("log", "key"), ("runs", "list")):
+        out = bp(*args, "--data", tmp_path / "nowhere")
+        assert out.returncode == 3, args
+        assert "benchproof init" in out.stderr
+
+
+def test_seed_ingests_with_workload_and_implementation_unresolved(
+    bp: Runner, tmp_path: Path
+) -> None:
+    d = tmp_path / "d"
+    bp("init", "--data", d)
+    out = bp("ingest", "manifest", shared_file("seed-manifest.json"), "--data", d)
+    assert out.returncode == 0 and "1 runs with unresolved references" in out.stdout
+    show = json.loads(bp("runs", "show", "sol-execbench:165", "--json", "--data", d).stdout)
+    assert show["unresolved"] == ["workload", "implementation", "operation"]
+    assert show["comparisonKey"] is None if "comparisonKey" in show else True
+    again = bp("ingest", "manifest", shared_file("seed-manifest.json"), "--data", d)
+    assert "nothing new" in again.stdout
+
+
+def test_invalid_examples_are_refused_whole(bp: Runner, tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    bp("init", "--data", d)
+    examples = corpus("kernelindex-manifests", "examples")
+    before = bp("log", "checkpoint", "--data", d).stdout
+    for bad in sorted((examples / "invalid").glob("*.yaml")):
+        out = bp("ingest", "manifest", examples / "benchmark-protocol.yaml", bad, "--data", d)
+        assert out.returncode == 2, bad.name
+        assert bad.name in out.stderr
+    assert bp("log", "checkpoint", "--data", d).stdout == before
