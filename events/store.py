@@ -339,7 +339,7 @@ class LogStore:
             keep = [(item, d) for item, d in zip(items, digests, strict=True) if d not in raced]
             chunks = [keep[i : i + CHUNK] for i in range(0, len(keep), CHUNK)]
             to_sign = [[item for item, _ in chunk if item.envelope is None] for chunk in chunks]
-            edge, appended = self._edge, set()
+            edge, appended = self._edge, set[str]()
             for chunk, envelopes in zip(chunks, sign(to_sign), strict=True):
                 signed = iter(envelopes)
                 rows, nodes, stored = [], [], []

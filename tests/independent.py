@@ -68,7 +68,8 @@ def open_checkpoint(note: bytes, vkey: str) -> tuple[str, int, bytes]:
     """Verify a checkpoint note with a C2SP vkey; return (origin, size, root)."""
     name, keyhash, key64 = vkey.strip().split("+", 2)
     raw = base64.b64decode(key64)
-    assert raw[0] == 1 and len(raw) == 33
+    assert raw[0] == 1
+    assert len(raw) == 33
     assert h(name.encode() + b"\n" + raw)[:4].hex() == keyhash
     text, _, sigs = note.partition(b"\n\n")
     verified = False

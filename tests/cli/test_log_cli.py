@@ -35,13 +35,15 @@ def test_world_readable_private_key_is_refused(bp: Runner, tmp_path: Path) -> No
     (d / "keys" / "index.key").chmod(0o644)
     out = bp("log", "key", "--data", d)
     assert out.returncode == 2
-    assert "readable" in out.stderr and out.stderr.count("\n") == 1
+    assert "readable" in out.stderr
+    assert out.stderr.count("\n") == 1
 
 
 def test_full_round_of_public_formats(bp: Runner, data: Path) -> None:
     vkey = bp("log", "key", "--data", data).stdout.strip()
     name, keyhash, _ = vkey.split("+", 2)
-    assert name == "benchproof.test/log" and len(keyhash) == 8
+    assert name == "benchproof.test/log"
+    assert len(keyhash) == 8
     first = bp("log", "checkpoint", "--data", data)
     origin, n1, r1 = open_checkpoint(first.stdout.encode(), vkey)
     assert origin == "benchproof.test/log"
@@ -55,7 +57,8 @@ def test_full_round_of_public_formats(bp: Runner, data: Path) -> None:
     lines = [json.loads(x) for x in bp("log", "entries", "--data", data).stdout.splitlines()]
     assert [x["index"] for x in lines] == list(range(n2))
     leaves = [base64.b64decode(x["leaf"]) for x in lines]
-    assert mth(leaves) == r2 and mth(leaves[:n1]) == r1
+    assert mth(leaves) == r2
+    assert mth(leaves[:n1]) == r1
     partial = bp("log", "entries", "--start", "2", "--end", "4", "--data", data).stdout.splitlines()
     assert [json.loads(x)["index"] for x in partial] == [2, 3]
     for index in range(n2):
@@ -99,7 +102,8 @@ def test_seed_ingests_with_workload_and_implementation_unresolved(
     d = tmp_path / "d"
     bp("init", "--data", d)
     out = bp("ingest", "manifest", shared_file("seed-manifest.json"), "--data", d)
-    assert out.returncode == 0 and "1 runs with unresolved references" in out.stdout
+    assert out.returncode == 0
+    assert "1 runs with unresolved references" in out.stdout
     show = json.loads(bp("runs", "show", "sol-execbench:165", "--json", "--data", d).stdout)
     assert show["unresolved"] == ["workload", "implementation", "operation"]
     assert show["comparisonKey"] is None if "comparisonKey" in show else True

@@ -88,7 +88,7 @@ def truncate_the_tail(conn: sqlite3.Connection, k: int) -> int:
 
 def swap_a_checkpoint_signature(conn: sqlite3.Connection, k: int) -> int:
     rows = conn.execute("SELECT size, note FROM checkpoints ORDER BY size").fetchall()
-    (size_a, note_a), (size_b, note_b) = rows[-2], rows[-1]
+    (_size_a, note_a), (size_b, note_b) = rows[-2], rows[-1]
     sig_a = bytes(note_a).split(b"\n\n", 1)[1]
     body_b = bytes(note_b).split(b"\n\n", 1)[0]
     conn.execute(

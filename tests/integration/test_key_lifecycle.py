@@ -63,7 +63,9 @@ def test_a_key_cannot_sign_before_it_is_registered(ledger: Ledger) -> None:
     community = SigningKey.generate()
     ledger.append_pending([_attestation(community, "too early")])
     problem = _first_problem(ledger)
-    assert problem is not None and problem[0] == 2 and "not valid" in problem[1]
+    assert problem is not None
+    assert problem[0] == 2
+    assert "not valid" in problem[1]
 
 
 def test_a_revoked_key_is_refused_from_its_revocation_on(ledger: Ledger) -> None:
@@ -93,7 +95,8 @@ def test_rotation_hands_over_to_the_new_key(ledger: Ledger) -> None:
     assert _first_problem(ledger) is None
     ledger.append_pending([_attestation(old, "signed by the retired key")])
     problem = _first_problem(ledger)
-    assert problem is not None and problem[0] == ledger.store.size - 1
+    assert problem is not None
+    assert problem[0] == ledger.store.size - 1
     (role,) = ledger.store.connection.execute(
         "SELECT role FROM p_keys WHERE key_id = ?", (new.key_id,)
     ).fetchone()
@@ -105,4 +108,5 @@ def test_a_community_key_may_not_register_an_index_key(ledger: Ledger) -> None:
     ledger.append_pending([_signed(_register(community, "community"), community.key_id, community)])
     ledger.append_pending([_signed(_register(impostor, "index"), impostor.key_id, community)])
     problem = _first_problem(ledger)
-    assert problem is not None and "may not write key.registered.v1" in problem[1]
+    assert problem is not None
+    assert "may not write key.registered.v1" in problem[1]
