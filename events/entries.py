@@ -73,6 +73,7 @@ class Pending(msgspec.Struct, frozen=True):
     payload_type: str = EVENT_PAYLOAD_TYPE
     envelope: bytes | None = None
     decoded: object = None  # the event the payload encodes, when the caller has it at hand
+    signer: str = ""  # the key id that signs (or signed) it
 
 
 class StoredEntry(msgspec.Struct, frozen=True):
@@ -122,6 +123,12 @@ def decode_payload(envelope: DsseEnvelope, *, position: int) -> bytes:
         raise LogCorrupted(f"entry {position}: payload is not base64", position=position) from None
 
 
-def payload_digest(payload: bytes) -> str:
-    """The content digest that makes appends idempotent: ``sha256:<hex>`` of the payload."""
-    return "sha256:" + hashlib.sha256(payload).hexdigest()
+def payload_digest(payload: bytes, payload_type: str = EVENT_PAYLOAD_TYPE, signer: str = "") -> str:
+    """The content digest that makes appends idempotent: ``sha256:<hex>`` of the payload type,
+    the signer's key id and the payload. The same statement appended twice by the same actor is
+    one entry; the same words signed by two actors (two rerunners reporting the same figures)
+    are two."""
+    h = hashlib.sha256(payload_type.encode())
+    h.update(b"\n" + signer.encode() + b"\n")
+    h.update(payload)
+    return "sha256:" + h.hexdigest()

@@ -289,7 +289,7 @@ class LogStore:
         Raises:
             LogError: the batch could not be committed (nothing of it was).
         """
-        digests = [payload_digest(p.payload) for p in pending]
+        digests = [payload_digest(p.payload, p.payload_type, p.signer) for p in pending]
         with self._lock:
             known = self.find(digests)
             first: dict[str, int] = {}
@@ -437,6 +437,7 @@ def stored_entries(
         entry = decode_leaf(leaf, position=seq)
         payload = decode_payload(entry.envelope, position=seq)
         signer = entry.envelope.signatures[0].keyid if entry.envelope.signatures else ""
+        ptype = entry.envelope.payloadType
         yield StoredEntry(
             seq,
             entry.recordedAt,
@@ -444,6 +445,6 @@ def stored_entries(
             entry.subject,
             entry.envelope.payloadType,
             payload,
-            payload_digest(payload),
+            payload_digest(payload, ptype, signer),
             signer,
         )

@@ -273,7 +273,7 @@ class _Batch:
             if pending is not None and since == at:
                 del self.leader_new[(key, row_id[0], since)]
             elif pending is not None:
-                pending[-1] = at
+                pending[7] = at  # its valid_to
             else:
                 self.leader_closed.append((at, key, row_id[0], since))
         for row_id, change in ident.items():

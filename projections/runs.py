@@ -178,7 +178,9 @@ def _ingest(event: RunIngested, ctx: Context) -> RunView:
             primaryMetric=primary.metric,
             primaryStatistic=primary.statistic,
             primaryUnit=primary.unit,
-            primaryValue=primary.value,
+            # Stored as a double whatever the manifest wrote (an int 100 and a float 100.0 must
+            # give the same view bytes, before and after a round trip through the database).
+            primaryValue=None if primary.value is None else float(primary.value),
             metricKey=primary.key,
             direction=direction_of(primary.metric, primary.unit),
         )

@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+import msgspec
+
 from events.entries import Pending
 from events.errors import LogError
 from events.store import Appended, LogStore, stored_entries
@@ -100,8 +102,15 @@ class Ledger:
     def append_pending(self, pending: Sequence[Pending]) -> list[Appended]:
         """Append pendings (some may carry an actor's own envelope) as one batch."""
         self._catch_up_if_needed()
+        index = self.signers.index.key_id
+        signed = [
+            msgspec.structs.replace(
+                p, signer=envelope_signer(p.envelope) if p.envelope is not None else index
+            )
+            for p in pending
+        ]
         return self.store.append(
-            pending,
+            signed,
             sign=self.signers.sign_chunks,
             sign_checkpoint=self.signers.sign_checkpoint,
             signer_of=envelope_signer,

@@ -4,6 +4,7 @@ table with the incrementally maintained one, row by row."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import sqlite3
 from collections.abc import Iterator
 from typing import Any
@@ -78,13 +79,10 @@ def replay(ledger: Ledger) -> ReplayReport:
             digests[table] = new_digest
             if table_digest(conn, f"temp.old_{table}") == new_digest:
                 continue
-            old_rows, new_rows = _rows(conn, f"temp.old_{table}"), _rows(conn, table)
-            while True:
-                a, b = next(old_rows, None), next(new_rows, None)
+            old_rows, new_rows = list(_rows(conn, f"temp.old_{table}")), list(_rows(conn, table))
+            for a, b in itertools.zip_longest(old_rows, new_rows):
                 if a != b:
                     differences.append(Difference(table, _encode(a), _encode(b)))
-                    break
-                if a is None:
                     break
         for table in schema.TABLES:
             conn.execute(f"DROP TABLE temp.old_{table}")

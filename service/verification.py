@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +22,7 @@ from pathlib import Path
 import msgspec
 
 from events.checkpoints import parse_checkpoint_body
-from events.entries import EVENT_PAYLOAD_TYPE, INTOTO_PAYLOAD_TYPE, Entry
+from events.entries import EVENT_PAYLOAD_TYPE, INTOTO_PAYLOAD_TYPE, Entry, payload_digest
 from events.errors import EventError, LogError
 from events.merkle import CompactRange, leaf_hash
 from events.types import EVENT_DECODER, KeyRegistered, KeyRevoked, KeyRotated
@@ -154,7 +153,8 @@ class _Checker:
         except binascii.Error:
             self.bad(seq, f"entry {seq}: the payload is not base64")
             return None
-        if "sha256:" + hashlib.sha256(payload).hexdigest() != digest:
+        signer = env.signatures[0].keyid if env.signatures else ""
+        if payload_digest(payload, env.payloadType, signer) != digest:
             self.bad(seq, f"entry {seq}: the stored payload digest does not match the payload")
         if not self._payload(seq, entry, payload):
             return None

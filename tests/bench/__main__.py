@@ -7,7 +7,7 @@ import importlib
 import platform
 import time
 
-SECTIONS = ["digests"]
+SECTIONS = ["digests", "log"]
 
 
 def main() -> None:

@@ -1,0 +1,69 @@
+"""Issue 3: appends/s (signed, batched, durable) and full-verify entries/s for 100k entries,
+each against the raw single-core Ed25519 sign or verify rate measured in the same run.
+
+Targets: append >= 0.6 x raw sign; full verify >= 1.4 x raw verify (both cores used).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from events.types import ReportFiled
+from keys import SigningKey
+from service.ledger import init_data_dir
+from service.verification import verify_log
+from tests.bench.common import line
+
+N = int(os.environ.get("BENCH_LOG_ENTRIES", "100000"))
+BATCH = 5000
+RUN = "sha256:" + "ab" * 32
+
+
+def raw_rates(n: int = 20000) -> tuple[float, float]:
+    """Single-core Ed25519 sign and verify rates on 1 KiB messages (cryptography)."""
+    key = SigningKey.generate()
+    message = b"x" * 1024
+    t0 = time.perf_counter()
+    for _ in range(n):
+        key.sign(message)
+    sign = n / (time.perf_counter() - t0)
+    signature, public = key.sign(message), key.public
+    t0 = time.perf_counter()
+    for _ in range(n):
+        public.verify(signature, message)
+    return sign, n / (time.perf_counter() - t0)
+
+
+def main() -> None:
+    print(f"log (issue 3): {N:,} entries of ~1 KiB, batches of {BATCH:,}")
+    with tempfile.TemporaryDirectory() as tmp:
+        ledger, _ = init_data_dir(Path(tmp) / "d")
+        sign_rate, verify_rate = raw_rates()
+        t0 = time.perf_counter()
+        for start in range(0, N, BATCH):
+            ledger.append(
+                [
+                    (
+                        ReportFiled(runDigest=RUN, category="bench", text=f"{i:09d} " + "y" * 900),
+                        RUN,
+                    )
+                    for i in range(start, min(start + BATCH, N))
+                ]
+            )
+        append_rate = N / (time.perf_counter() - t0)
+        ledger.close()
+        t0 = time.perf_counter()
+        report = verify_log(Path(tmp) / "d" / "benchproof.db")
+        full_verify = report.entries / (time.perf_counter() - t0)
+        assert report.ok, report.findings[:3]
+        sign_after, verify_after = raw_rates()
+    sign_rate, verify_rate = (sign_rate + sign_after) / 2, (verify_rate + verify_after) / 2
+    line("raw Ed25519 sign, one core (1 KiB)", sign_rate, "sign/s")
+    line("raw Ed25519 verify, one core (1 KiB)", verify_rate, "verify/s")
+    line("append: signed, batched, durable, projected", append_rate, "entries/s")
+    line("  ratio to raw sign (target >= 0.6)", append_rate / sign_rate, "x")
+    line("full verify (signatures, tree, checkpoints)", full_verify, "entries/s")
+    line("  ratio to raw verify (target >= 1.4)", full_verify / verify_rate, "x")

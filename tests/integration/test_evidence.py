@@ -1,0 +1,113 @@
+"""Evidence levels (DESIGN.md §7): every transition, from events only; attestations and
+reports never change the level."""
+
+from __future__ import annotations
+
+from events.types import ReportFiled, RunRetracted, RunSuperseded
+from keys import SigningKey
+from projections.queries import run_view
+from service.ledger import Ledger
+from tests.builders import attestation, bundle, ingest_event, key_registration, rerun, signed_event
+
+
+def _level(ledger: Ledger, digest: str) -> str:
+    view = run_view(ledger.store.connection, digest)
+    assert view is not None
+    return view.evidenceLevel
+
+
+def _ingest(ledger: Ledger, **kw: object) -> str:
+    parts = bundle(**kw)  # type: ignore[arg-type]
+    ledger.append([(ingest_event(parts), parts["run"].digest)])
+    return parts["run"].digest
+
+
+def _rerunner(ledger: Ledger) -> SigningKey:
+    key = SigningKey.generate()
+    ledger.append([(key_registration(key, "rerunner"), key.key_id)])
+    return key
+
+
+def test_reported_when_not_reproducible(ledger: Ledger) -> None:
+    digest = _ingest(ledger, raw_evidence=False)
+    assert _level(ledger, digest) == "reported"
+    view = run_view(ledger.store.connection, digest)
+    assert view is not None and "raw evidence" in view.evidenceReason
+
+
+def test_reproducible_needs_source_identity_and_raw_evidence(ledger: Ledger) -> None:
+    assert _level(ledger, _ingest(ledger, raw_evidence=True, value=1)) == "reproducible"
+    assert (
+        _level(ledger, _ingest(ledger, raw_evidence=True, source=False, value=2, author=9))
+        == "reported"
+    )
+    parts = bundle(raw_evidence=True, value=3)
+    ledger.append([(ingest_event(parts, drop=("workload",)), parts["run"].digest)])
+    assert _level(ledger, parts["run"].digest) == "reported"
+
+
+def test_verified_then_replicated_by_independent_rerunners(ledger: Ledger) -> None:
+    digest = _ingest(ledger, raw_evidence=True)
+    first, second = _rerunner(ledger), _rerunner(ledger)
+    ledger.append_pending([rerun(digest, first)])
+    assert _level(ledger, digest) == "verified"
+    ledger.append_pending([rerun(digest, first, value=1001)])
+    assert _level(ledger, digest) == "verified"  # the same rerunner twice is not a replication
+    ledger.append_pending([rerun(digest, second)])
+    assert _level(ledger, digest) == "replicated"
+
+
+def test_failed_correctness_or_tolerance_disputes(ledger: Ledger) -> None:
+    a, b = _ingest(ledger, value=10), _ingest(ledger, value=20)
+    key = _rerunner(ledger)
+    ledger.append_pending([rerun(a, key, passed=False)])
+    ledger.append_pending([rerun(b, key, within=False, value=35)])
+    assert _level(ledger, a) == "disputed"
+    assert _level(ledger, b) == "disputed"
+    view = run_view(ledger.store.connection, b)
+    assert view is not None and "35" in view.evidenceReason
+    ledger.append_pending([rerun(a, _rerunner(ledger))])
+    assert _level(ledger, a) == "disputed"
+
+
+def test_reruns_by_non_rerunner_keys_do_not_count(ledger: Ledger) -> None:
+    digest = _ingest(ledger)
+    community = SigningKey.generate()
+    ledger.append_pending(
+        [signed_event(key_registration(community, "community"), community.key_id, community)]
+    )
+    ledger.append_pending([rerun(digest, community)])
+    assert _level(ledger, digest) == "reported"
+
+
+def test_retracted_and_superseded_end_ranking_but_stay(ledger: Ledger) -> None:
+    old, new, gone = (
+        _ingest(ledger, value=5, author=1),
+        _ingest(ledger, value=6, author=2),
+        _ingest(ledger, value=7, author=3),
+    )
+    ledger.append([(RunSuperseded(runDigest=old, supersededBy=new, reason="corrected"), old)])
+    ledger.append([(RunRetracted(runDigest=gone, reason="withdrawn by the source"), gone)])
+    assert _level(ledger, old) == "superseded"
+    assert _level(ledger, gone) == "retracted"
+    conn = ledger.store.connection
+    views = {d: run_view(conn, d) for d in (old, new, gone)}
+    assert [v.eligible for v in views.values() if v] == [False, True, False]
+
+
+def test_attestations_and_reports_never_change_the_level(ledger: Ledger) -> None:
+    community = SigningKey.generate()
+    ledger.append_pending(
+        [signed_event(key_registration(community, "community"), community.key_id, community)]
+    )
+    digests = [_ingest(ledger, value=v, raw_evidence=v % 2 == 0, author=v) for v in range(1, 5)]
+    key = _rerunner(ledger)
+    ledger.append_pending([rerun(digests[2], key)])
+    before = {d: _level(ledger, d) for d in digests}
+    for d in digests:
+        ledger.append_pending([attestation(d, community, f"note on {d}")])
+        ledger.append(
+            [(ReportFiled(runDigest=d, category="suspected_reward_hack", text="looks off"), d)]
+        )
+    assert {d: _level(ledger, d) for d in digests} == before
+    assert set(before.values()) == {"reported", "reproducible", "verified"}
