@@ -24,6 +24,7 @@ from events.manifests import API_VERSION
 __all__ = [
     "Checker",
     "RowError",
+    "dtype_name",
     "family",
     "gpu_hardware",
     "ident",
@@ -36,7 +37,6 @@ __all__ = [
     "short_hash",
     "slug",
     "sol_axes",
-    "sol_dtype",
     "sol_dtypes",
     "sol_operation",
     "sol_suite",
@@ -189,53 +189,31 @@ class Checker:
         return found
 
 
-# Compute capability by product name: the most specific match wins (checked in this order).
-_ARCHITECTURES: tuple[tuple[str, str], ...] = (
-    ("gb300", "sm_103"),
-    ("b300", "sm_103"),
-    ("gb200", "sm_100"),
-    ("b200", "sm_100"),
-    ("gh200", "sm_90"),
-    ("h200", "sm_90"),
-    ("h100", "sm_90"),
-    ("h800", "sm_90"),
-    ("a100", "sm_80"),
-    ("a800", "sm_80"),
-    ("a30", "sm_80"),
-    ("l40s", "sm_89"),
-    ("l40", "sm_89"),
-    ("rtx 4090", "sm_89"),
-    ("rtx 6000 ada", "sm_89"),
-    ("l4", "sm_89"),
-    ("rtx 3090", "sm_86"),
-    ("rtx a6000", "sm_86"),
-    ("rtx a5000", "sm_86"),
-    ("a10g", "sm_86"),
-    ("a10", "sm_86"),
-    ("a40", "sm_86"),
-    ("t4", "sm_75"),
-    ("v100", "sm_70"),
-    ("mi355x", "gfx950"),
-    ("mi325x", "gfx942"),
-    ("mi300x", "gfx942"),
+# Compute architecture by a token of the product name (``NVIDIA A100-SXM4-80GB`` has ``a100``).
+_ARCHITECTURES = dict(
+    re.findall(
+        r"(\S+)=(\S+)",
+        "gb300=sm_103 b300=sm_103 gb200=sm_100 b200=sm_100 gh200=sm_90 h200=sm_90 h100=sm_90 "
+        "h800=sm_90 a100=sm_80 a800=sm_80 a30=sm_80 l40s=sm_89 l40=sm_89 l4=sm_89 4090=sm_89 "
+        "a10g=sm_86 a10=sm_86 a40=sm_86 3090=sm_86 a5000=sm_86 a6000=sm_86 t4=sm_75 v100=sm_70 "
+        "mi355x=gfx950 mi325x=gfx942 mi300x=gfx942",
+    )
 )
+_TOKEN = re.compile(r"[a-z0-9]+")
 
 
 def gpu_hardware(product: str) -> dict[str, str]:
     """The ``hardware`` block of an ExecutionEnvironment for a GPU product name as a source
     prints it (``NVIDIA H100 80GB HBM3``): vendor and compute architecture from the name, the
-    product kept verbatim. An unrecognised name gets architecture ``unknown``."""
-    low = product.lower()
-    vendor = (
-        "amd"
-        if "amd" in low or low.startswith("mi") or "instinct" in low
-        else "nvidia"
-        if "nvidia" in low or "tesla" in low or "geforce" in low or "rtx" in low
-        else "unknown"
-    )
-    architecture = next((arch for key, arch in _ARCHITECTURES if key in low), "unknown")
-    if vendor == "unknown" and architecture.startswith("sm_"):
+    product kept verbatim. An unrecognised name gets architecture (and vendor) ``unknown``."""
+    tokens = set(_TOKEN.findall(product.lower()))
+    architecture = next((arch for key, arch in _ARCHITECTURES.items() if key in tokens), "unknown")
+    if tokens & {"amd", "instinct"} or architecture.startswith("gfx"):
+        vendor = "amd"
+    elif tokens & {"nvidia", "tesla", "geforce", "rtx"} or architecture.startswith("sm_"):
         vendor = "nvidia"
+    else:
+        vendor = "unknown"
     return {"vendor": vendor, "product": product, "architecture": architecture}
 
 
@@ -260,8 +238,12 @@ _SOL_TOLERANCE = (
 )
 
 
-def sol_dtype(value: Any) -> str:
-    """Our identifier for a SOL dtype (``bfloat16`` -> ``bf16``; KernelIndex's spellings)."""
+def dtype_name(value: Any) -> str:
+    """Our identifier for a dtype (``bfloat16`` -> ``bf16``: KernelIndex's spellings).
+
+    Raises:
+        RowError: the value is not a name.
+    """
     if not isinstance(value, str) or not value:
         raise RowError(f"dtype {value!r} is not a name")
     return _SOL_DTYPES.get(value, ident(value))
@@ -270,7 +252,7 @@ def sol_dtype(value: Any) -> str:
 def sol_dtypes(definition: dict[str, Any]) -> list[str]:
     """The sorted set of dtypes of a definition's inputs and outputs."""
     ports = [*definition.get("inputs", {}).values(), *definition.get("outputs", {}).values()]
-    return sorted({sol_dtype(p.get("dtype")) for p in ports if isinstance(p, dict)})
+    return sorted({dtype_name(p.get("dtype")) for p in ports if isinstance(p, dict)})
 
 
 def _sol_names(definition: dict[str, Any]) -> dict[str, str]:
@@ -297,13 +279,13 @@ def _sol_ports(definition: dict[str, Any], key: str, names: dict[str, str]) -> l
         shape = sig.get("shape")
         entry: dict[str, Any] = {"name": ident(port)}
         if shape is None:
-            entry["scalar"] = {"dtype": sol_dtype(sig.get("dtype"))}
+            entry["scalar"] = {"dtype": dtype_name(sig.get("dtype"))}
         elif isinstance(shape, list):
             dims = [names.get(d, d) if isinstance(d, str) else d for d in shape]
             if any(isinstance(d, str) and d not in names.values() for d in dims):
                 raise RowError(f"{key}.{port}: shape {shape} names an unknown axis")
             # The schema needs one dimension at least; a 0-D tensor holds one element.
-            entry["tensor"] = {"shape": dims or [1], "dtype": sol_dtype(sig.get("dtype"))}
+            entry["tensor"] = {"shape": dims or [1], "dtype": dtype_name(sig.get("dtype"))}
         else:
             raise RowError(f"{key}.{port}: shape must be a list or null")
         out.append(entry)
@@ -450,7 +432,7 @@ def sol_workload_case(
         given = inputs.get(port)
         if not isinstance(given, dict) or not isinstance(given.get("type"), str):
             raise RowError(f"input {port} is not described")
-        dtype = sol_dtype(sig.get("dtype"))
+        dtype = dtype_name(sig.get("dtype"))
         if sig.get("shape") is None:
             if given["type"] == "scalar":
                 scalars[ident(port)] = {

@@ -20,10 +20,12 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from events import InvalidManifest
+from events.documents import Checked
 from events.types import Origin, SourceRegistered
 from service.ingest._build import (
     Checker,
     RowError,
+    dtype_name,
     family,
     gpu_hardware,
     ident,
@@ -103,6 +105,16 @@ _METRICS = {
     "speed": ("ms", "latency", "ms", "triton_do_bench"),
     "memory": ("MB", "memory", "mb", "cuda_max_memory_allocated"),
 }
+_KEY_COLUMNS = (
+    "kernel_name",
+    "kernel_provider",
+    "kernel_operation_mode",
+    "gpu_name",
+    "x_name",
+    "x_value",
+    "liger_version",
+)
+_REFERENCED = ("implementation", "workload", "protocol", "environment")
 _QUANTILES = (("y_value_50", "median"), ("y_value_20", "p20"), ("y_value_80", "p80"))
 _INTEGER = re.compile(r"^-?[0-9]+\Z")
 _SNAPSHOT_SUFFIX = re.compile(r"\.at-[0-9a-f]+(?=\.csv\Z)")
@@ -111,10 +123,6 @@ _SNAPSHOT_SUFFIX = re.compile(r"\.at-[0-9a-f]+(?=\.csv\Z)")
 def _order(f: SourceFile) -> tuple[int, str, str]:
     known = REVISIONS.get(f.digest)
     return (0, known.date, str(f.path)) if known else (1, "", str(f.path))
-
-
-def _upstream(f: SourceFile) -> Revision | None:
-    return REVISIONS.get(f.digest)
 
 
 def plan(paths: Iterable[Path]) -> Plan:
@@ -146,7 +154,7 @@ def _read_file(f: SourceFile, out: Plan, check: Checker) -> None:
         raise InvalidManifest(
             f"{where}: not a Liger-Kernel benchmark CSV: missing columns {', '.join(missing)}"
         )
-    revision = _upstream(f)
+    revision = REVISIONS.get(f.digest)
     upstream = revision.upstream if revision else _SNAPSHOT_SUFFIX.sub("", f.path.name)
     for row in reader:
         line = f"line {reader.line_num}"
@@ -216,131 +224,28 @@ def _run(
     check: Checker,
     line: str,
 ) -> RunItem:
-    kernel, provider, mode = (
-        row["kernel_name"],
-        row["kernel_provider"],
-        row["kernel_operation_mode"],
-    )
-    metric_name, gpu, version = row["metric_name"], row["gpu_name"], row["liger_version"]
-    for column in (
-        "kernel_name",
-        "kernel_provider",
-        "kernel_operation_mode",
-        "gpu_name",
-        "x_name",
-        "x_value",
-        "liger_version",
-    ):
-        if not row[column].strip():
-            raise RowError(f"{column} is empty")
+    empty = [c for c in _KEY_COLUMNS if not row[c].strip()]
+    if empty:
+        raise RowError(f"{', '.join(empty)} empty")
+    kernel, provider, mode = (row[c] for c in _KEY_COLUMNS[:3])
+    metric_name, gpu = row["metric_name"], row["gpu_name"]
     if metric_name not in _METRICS:
         raise RowError(f"unknown metric_name {metric_name!r} (expected speed or memory)")
-    csv_unit, metric, unit, timer = _METRICS[metric_name]
+    csv_unit, metric, unit, _ = _METRICS[metric_name]
     if row["metric_unit"] != csv_unit:
         raise RowError(f"{metric_name} rows are in {csv_unit}, not {row['metric_unit']!r}")
     values = {stat: number(row[col], col) for col, stat in _QUANTILES}
     observed = instant(row["timestamp"], "timestamp")
     config = _config(row["extra_benchmark_config_str"])
     x_name, x_value = row["x_name"], row["x_value"]
-    axes, scalars, settings = _parameters(x_name, x_value, config)
-
-    described = ", ".join(f"{k}={v}" for k, v in sorted(settings.items()))
-    operation = check(
-        manifest(
-            "OperationSpec",
-            slug(
-                f"liger-{kernel}-{mode}-{short_hash(described)}"
-                if described
-                else f"liger-{kernel}-{mode}"
-            ),
-            {
-                "family": family(kernel),
-                "axes": {a: {"role": "variable", "type": "integer"} for a in sorted(axes)},
-                "inputs": [{"name": "inputs"}],
-                "outputs": [{"name": "outputs"}],
-                "semantics": {
-                    "mutation": "none",
-                    "determinism": "unspecified",
-                    "expression": (
-                        f"Liger-Kernel benchmark {kernel}, mode {mode}"
-                        + (f"; {described}" if described else "")
-                    )[:2000],
-                },
-            },
-            title=f"{kernel} ({mode})"[:200],
-        ),
-        f"{line}.operation",
-    )
-    workload_spec: dict[str, Any] = {
-        "operationSpecDigest": operation.digest,
-        "axes": axes,
-        "tensors": {},
-        "correctness": {"comparator": "unchecked"},
-    }
-    if scalars:
-        workload_spec["scalars"] = {k: {"dtype": "fp64", "value": v} for k, v in scalars.items()}
     config_text = json.dumps(config, sort_keys=True, separators=(",", ":"))
-    workload = check(
-        manifest(
-            "WorkloadCase",
-            slug(f"liger-{kernel}-{mode}-{x_name}-{x_value}-{short_hash(config_text + described)}"),
-            workload_spec,
-            title=f"{kernel} {mode} · {x_name}={x_value}"[:200],
-        ),
-        f"{line}.workload",
-    )
-    protocol = check(
-        manifest(
-            "BenchmarkProtocol",
-            f"liger-kernel-benchmark-{metric_name}",
-            {
-                "harness": {"name": "Liger-Kernel benchmark scripts", "repository": REPOSITORY},
-                "measurement": {"timer": timer, "primaryStatistic": "median"},
-                "comparability": {
-                    "family": f"liger_kernel_{metric_name}",
-                    "notes": "Quantiles (p20, median, p80) as committed to benchmark/data; "
-                    "comparable within one kernel, mode, x value, extra config and GPU.",
-                },
-            },
-            title=f"Liger-Kernel benchmark scripts ({metric_name})",
-        ),
-        f"{line}.protocol",
-    )
-    environment = check(
-        manifest(
-            "ExecutionEnvironment",
-            slug(f"liger-{gpu}"),
-            {"hardware": gpu_hardware(gpu), "software": {}},
-            title=f"{gpu} (Liger-Kernel benchmark machine; hardware only)"[:200],
-        ),
-        f"{line}.environment",
-    )
-    dtype = config.get("dtype")
-    dtypes = [ident(dtype.removeprefix("torch."))] if isinstance(dtype, str) else []
-    implementation = check(
-        manifest(
-            "ImplementationRevision",
-            slug(f"liger-{provider}-{version}-{kernel}-{mode}-{short_hash(operation.digest)}"),
-            {
-                "projectRevision": {"repository": REPOSITORY, "version": version},
-                "operation": {"specDigest": operation.digest},
-                "callable": {"language": _language(provider), "symbol": provider},
-                "support": {"hardwareArchitectures": [], "dtypes": dtypes},
-                "licensing": {},
-            },
-            title=f"{provider} · {kernel} {mode} (Liger-Kernel {version})"[:200],
-        ),
-        f"{line}.implementation",
-    )
+    given = _given(row, _parameters(x_name, x_value, config), config, config_text, check, line)
     measurements = [
         {"metric": metric, "statistic": stat, "unit": unit, "value": value}
         for stat, value in values.items()
     ]
     spec: dict[str, Any] = {
-        "implementationDigest": implementation.digest,
-        "workloadDigest": workload.digest,
-        "protocolDigest": protocol.digest,
-        "environmentDigest": environment.digest,
+        **{f"{role}Digest": given[role].digest for role in _REFERENCED},
         "status": "passed",
         "observedAt": observed,
     }
@@ -380,14 +285,118 @@ def _run(
         snapshotDigest=f.digest,
         path=f.path.name,
     )
-    given = {
+    return RunItem(run=run, given=given, origin=origin, rowKey=row_key)
+
+
+def _given(
+    row: dict[str, str],
+    parameters: tuple[dict[str, int], dict[str, float], dict[str, str]],
+    config: dict[str, Any],
+    config_text: str,
+    check: Checker,
+    line: str,
+) -> dict[str, Checked]:
+    """The manifests a row's run references: everything but the provider is shared by the
+    providers that compete on that row's (kernel, mode, metric, x, config, GPU)."""
+    kernel, provider, mode = (row[c] for c in _KEY_COLUMNS[:3])
+    metric_name, gpu, version = row["metric_name"], row["gpu_name"], row["liger_version"]
+    x_name, x_value = row["x_name"], row["x_value"]
+    axes, scalars, settings = parameters
+    timer = _METRICS[metric_name][3]
+    described = ", ".join(f"{k}={v}" for k, v in sorted(settings.items()))
+    operation = check(
+        manifest(
+            "OperationSpec",
+            slug(
+                f"liger-{kernel}-{mode}-{short_hash(described)}"
+                if described
+                else f"liger-{kernel}-{mode}"
+            ),
+            {
+                "family": family(kernel),
+                "axes": {a: {"role": "variable", "type": "integer"} for a in sorted(axes)},
+                "inputs": [{"name": "inputs"}],
+                "outputs": [{"name": "outputs"}],
+                "semantics": {
+                    "mutation": "none",
+                    "determinism": "unspecified",
+                    "expression": (
+                        f"Liger-Kernel benchmark {kernel}, mode {mode}"
+                        + (f"; {described}" if described else "")
+                    )[:2000],
+                },
+            },
+            title=f"{kernel} ({mode})"[:200],
+        ),
+        f"{line}.operation",
+    )
+    workload_spec: dict[str, Any] = {
+        "operationSpecDigest": operation.digest,
+        "axes": axes,
+        "tensors": {},
+        "correctness": {"comparator": "unchecked"},
+    }
+    if scalars:
+        workload_spec["scalars"] = {k: {"dtype": "fp64", "value": v} for k, v in scalars.items()}
+    workload = check(
+        manifest(
+            "WorkloadCase",
+            slug(f"liger-{kernel}-{mode}-{x_name}-{x_value}-{short_hash(config_text + described)}"),
+            workload_spec,
+            title=f"{kernel} {mode} · {x_name}={x_value}"[:200],
+        ),
+        f"{line}.workload",
+    )
+    protocol = check(
+        manifest(
+            "BenchmarkProtocol",
+            f"liger-kernel-benchmark-{metric_name}",
+            {
+                "harness": {"name": "Liger-Kernel benchmark scripts", "repository": REPOSITORY},
+                "measurement": {"timer": timer, "primaryStatistic": "median"},
+                "comparability": {
+                    "family": f"liger_kernel_{metric_name}",
+                    "notes": "Quantiles (p20, median, p80) as committed to benchmark/data; "
+                    "comparable within one kernel, mode, x value, extra config and GPU.",
+                },
+            },
+            title=f"Liger-Kernel benchmark scripts ({metric_name})",
+        ),
+        f"{line}.protocol",
+    )
+    environment = check(
+        manifest(
+            "ExecutionEnvironment",
+            slug(f"liger-{gpu}"),
+            {"hardware": gpu_hardware(gpu), "software": {}},
+            title=f"{gpu} (Liger-Kernel benchmark machine; hardware only)"[:200],
+        ),
+        f"{line}.environment",
+    )
+    dtype = config.get("dtype")
+    dtypes = [dtype_name(dtype.removeprefix("torch."))] if isinstance(dtype, str) else []
+    implementation = check(
+        manifest(
+            "ImplementationRevision",
+            slug(f"liger-{provider}-{version}-{kernel}-{mode}-{short_hash(operation.digest)}"),
+            {
+                "projectRevision": {"repository": REPOSITORY, "version": version},
+                "operation": {"specDigest": operation.digest},
+                "callable": {"language": _language(provider), "symbol": provider},
+                "support": {"hardwareArchitectures": [], "dtypes": dtypes},
+                "licensing": {},
+            },
+            title=f"{provider} · {kernel} {mode} (Liger-Kernel {version})"[:200],
+        ),
+        f"{line}.implementation",
+    )
+    return {
         "protocol": protocol,
         "environment": environment,
         "workload": workload,
         "operation": operation,
         "implementation": implementation,
     }
-    return RunItem(run=run, given=given, origin=origin, rowKey=row_key)
 
 
 def _language(provider: str) -> str:

@@ -72,12 +72,13 @@ _UNITS = {
     "Latency (ms)": ("query_latency_ms", "ms"),
 }
 _LATENCY_PERCENTILE = {"SingleStream": "p90", "MultiStream": "p99"}
-_LOAD = {
-    "Offline": "offline",
-    "Server": "open_loop",
-    "Interactive": "open_loop",
-    "SingleStream": "closed_loop",
-    "MultiStream": "closed_loop",
+# Scenario -> (identifier, load generation).
+_SCENARIOS = {
+    "Offline": ("offline", "offline"),
+    "Server": ("server", "open_loop"),
+    "Interactive": ("interactive", "open_loop"),
+    "SingleStream": ("single_stream", "closed_loop"),
+    "MultiStream": ("multi_stream", "closed_loop"),
 }
 # Base model -> (ModelRevision.spec.model, dataset, streaming in Server, server SLOs (ttft, tpot)).
 _MODELS: dict[str, tuple[str, str, bool, tuple[int, int] | None]] = {
@@ -209,7 +210,7 @@ def _run(row: dict[str, Any], external: str, f: SourceFile, check: Checker, labe
         raise RowError(f"Category (the division) is {row['Category']!r}, not closed or open")
     if category not in ("available", "preview", "rdi"):
         raise RowError(f"Availability (the category) is {row['Availability']!r}")
-    if scenario not in _LOAD:
+    if scenario not in _SCENARIOS:
         raise RowError(f"unknown Scenario {scenario!r}")
     units = _text(row, "Performance_Units")
     if units not in _UNITS:
@@ -271,7 +272,7 @@ def _run(row: dict[str, Any], external: str, f: SourceFile, check: Checker, labe
         "sourceNative": {
             "source": SOURCE,
             "benchmark": model[:200],
-            "scenario": ident(scenario),
+            "scenario": _SCENARIOS[scenario][0],
             "division": division,
             "category": category,
             "externalId": external[:500],
@@ -327,7 +328,7 @@ def _model(base: str, used: str) -> dict[str, Any]:
 
 def _workload(base: str, scenario: str) -> dict[str, Any]:
     _, dataset, llm_streaming, slo = _MODELS[base]
-    load = _LOAD[scenario]
+    load = _SCENARIOS[scenario][1]
     spec: dict[str, Any] = {
         "dataset": {"name": dataset},
         "streaming": load == "open_loop" and llm_streaming,

@@ -81,6 +81,12 @@ STATUSES = {
 _SAYS_MORE = frozenset({"REWARD_HACK"})
 _LEADERBOARD_METRICS = ("sol_score", "latency_ms", "avg_speedup", "fast_1_count", "fast_1_total")
 _IGNORED = ("config.json", "solution.json")
+_REPOSITORY = "https://github.com/NVIDIA/SOL-ExecBench"
+_EVAL = "sol_execbench_eval"
+_FLAGS = ("has_nan", "has_inf")
+_REFERENCED = ("implementation", "workload", "protocol", "environment")
+# A solution's identity does not depend on where it ran (traces name no target hardware).
+_ANY_HARDWARE: dict[str, Any] = {"hardwareArchitectures": []}
 _KINDS = ("definition", "workloads", "traces", "leaderboard")
 
 
@@ -137,14 +143,13 @@ def plan(paths: Iterable[Path]) -> Plan:
 
 
 def _kind(f: SourceFile, docs: list[Any]) -> str | None:
-    first = docs[0] if docs else None
-    name = f.path.name
-    if f.path.suffix == ".jsonl":
-        if first is None or (name == "workload.jsonl" and "evaluation" not in first):
-            return "workloads"
-        if isinstance(first, dict) and "evaluation" in first:
+    if not docs:
+        return None  # an empty file holds nothing to record
+    first, name = docs[0], f.path.name
+    if f.path.suffix == ".jsonl" and isinstance(first, dict):
+        if "evaluation" in first:
             return "traces"
-        if isinstance(first, dict) and {"uuid", "axes"} <= first.keys():
+        if name == "workload.jsonl" or {"uuid", "axes"} <= first.keys():
             return "workloads"
     elif len(docs) == 1 and isinstance(first, dict):
         if {"name", "axes", "inputs", "outputs"} <= first.keys():
@@ -232,9 +237,51 @@ def _problem(name: Any, by_name: dict[str, list[Problem]], near: Path) -> Proble
 def _hardware(value: Any) -> dict[str, str]:
     if not isinstance(value, str) or not value.strip():
         raise RowError(f"hardware is {value!r}, not a GPU name")
-    product = value.strip().replace("_", " ")
-    return gpu_hardware(
-        product if product.upper().startswith(("NVIDIA", "AMD")) else f"NVIDIA {product}"
+    product = value.strip().replace("_", " ")  # traces say NVIDIA_B200
+    known = product.upper().startswith(("NVIDIA", "AMD"))
+    return gpu_hardware(product if known else f"NVIDIA {product}")
+
+
+def _protocol(
+    harness: dict[str, Any], timer: str, kind: str, notes: str, name: str
+) -> dict[str, Any]:
+    spec = {
+        "harness": harness,
+        "correctness": {"reference": "definition reference implementation", "comparator": _EVAL},
+        "measurement": {"timer": timer, "primaryStatistic": "mean"},
+        "comparability": {"notes": notes, "family": kind},
+    }
+    version = harness.get("version", "")
+    return manifest("BenchmarkProtocol", name, spec, title=f"{harness['name']} {version}".strip())
+
+
+def _implementation(
+    problem: Problem, version: str, language: str, support: dict[str, Any], title: str
+) -> dict[str, Any]:
+    spec = {
+        "support": {"dtypes": sol_dtypes(problem.definition), **support},
+        "callable": {"language": ident(language)},
+        "licensing": {},
+        "operation": {"specDigest": problem.operation.digest},
+        "projectRevision": {"version": version[:100]},
+    }
+    return manifest("ImplementationRevision", slug(f"sol-{version}"), spec, title=title[:200])
+
+
+def _item(
+    f: SourceFile, check: Checker, given: dict[str, Checked], spec: dict[str, Any], **meta: Any
+) -> RunItem:
+    """The run item of a trace or submission: ``spec`` gets the digests of ``given``."""
+    refs = {f"{role}Digest": given[role].digest for role in _REFERENCED}
+    word, external, row_key = meta.pop("word"), meta.pop("external"), meta.pop("row_key")
+    run = check(manifest("BenchmarkRun", meta.pop("name"), {**spec, **refs}, **meta))
+    return RunItem(
+        run=run,
+        given=given,
+        origin=_origin(f, external),
+        aliases=(f"{SOURCE}:{external}",) if external else (),
+        sourceStatus=word if word in _SAYS_MORE else None,
+        rowKey=row_key,
     )
 
 
@@ -248,9 +295,8 @@ def _trace(f: SourceFile, doc: Any, by_name: dict[str, list[Problem]], check: Ch
     uuid = raw.get("uuid") if isinstance(raw, dict) else raw
     if not isinstance(uuid, str):
         raise RowError("a trace needs a workload (its uuid, or the workload object)")
-    known = problem.workloads.get(uuid)
-    if known is not None:
-        workload = known[1]
+    if uuid in problem.workloads:
+        workload = problem.workloads[uuid][1]
     elif isinstance(raw, dict):
         workload = _case(problem, raw, check)[1]
     else:
@@ -258,233 +304,161 @@ def _trace(f: SourceFile, doc: Any, by_name: dict[str, list[Problem]], check: Ch
     word = evaluation.get("status")
     if word not in STATUSES:
         raise RowError(f"unknown status {word!r} (expected one of {', '.join(STATUSES)})")
-    env = evaluation.get("environment") or {}
-    if not isinstance(env, dict):
-        raise RowError("evaluation.environment must be an object")
+    env = evaluation.get("environment")
+    libs = (env.get("libs") or {}) if isinstance(env, dict) else None
+    if not isinstance(env, dict) or not isinstance(libs, dict):
+        raise RowError("evaluation.environment must be an object with hardware and libs")
     hardware = _hardware(env.get("hardware"))
-    libs = env.get("libs") or {}
-    if not isinstance(libs, dict):
-        raise RowError("evaluation.environment.libs must be an object")
     libraries = {ident(str(k)): str(v)[:100] for k, v in sorted(libs.items())}
-    observed = instant(evaluation.get("timestamp"), "evaluation.timestamp")
-    environment = check(
-        manifest(
-            "ExecutionEnvironment",
-            slug(f"sol-execbench-{hardware['product']}-{short_hash(str(libraries))}"),
-            {"hardware": hardware, "software": {"libraries": libraries}},
-            title=f"{hardware['product']} (SOL-ExecBench trace environment)"[:200],
-        )
+    environment = manifest(
+        "ExecutionEnvironment",
+        slug(f"sol-execbench-{hardware['product']}-{short_hash(str(libraries))}"),
+        {"hardware": hardware, "software": {"libraries": libraries}},
+        title=f"{hardware['product']} (SOL-ExecBench trace environment)"[:200],
     )
-    harness: dict[str, Any] = {
-        "name": "SOL-ExecBench",
-        "repository": "https://github.com/NVIDIA/SOL-ExecBench",
-    }
+    harness: dict[str, Any] = {"name": "SOL-ExecBench", "repository": _REPOSITORY}
     version = libs.get("sol_execbench") or libs.get("sol-execbench")
     if isinstance(version, str) and version:
         harness["version"] = version[:100]
-    protocol = check(
-        manifest(
-            "BenchmarkProtocol",
-            slug(f"sol-execbench-trace-{harness.get('version', 'unversioned')}"),
-            {
-                "harness": harness,
-                "measurement": {"timer": "harness_reported", "primaryStatistic": "mean"},
-                "correctness": {
-                    "reference": "definition reference implementation",
-                    "comparator": "sol_execbench_eval",
-                },
-                "comparability": {
-                    "family": "sol_execbench_trace",
-                    "notes": "Per-workload mean latency from SOL-ExecBench trace records; "
-                    "comparable within one definition, workload, GPU and evaluator version.",
-                },
-            },
-            title="SOL-ExecBench trace evaluation",
-        )
+    notes = (
+        "Per-workload mean latency from SOL-ExecBench trace records; comparable within one "
+        "definition, workload, GPU and evaluator version."
     )
-    implementation = check(
-        manifest(
-            "ImplementationRevision",
-            slug(f"sol-solution-{problem.name}-{solution}"),
-            {
-                "projectRevision": {"version": solution[:100]},
-                "operation": {"specDigest": problem.operation.digest},
-                "callable": {"language": "unknown"},
-                "support": {"hardwareArchitectures": [], "dtypes": sol_dtypes(problem.definition)},
-                "licensing": {},
-            },
-            title=f"{solution} · {problem.name}"[:200],
-        )
-    )
-    status = STATUSES[word]
-    spec: dict[str, Any] = {
-        "implementationDigest": implementation.digest,
-        "workloadDigest": workload.digest,
-        "protocolDigest": protocol.digest,
-        "environmentDigest": environment.digest,
-        "status": status,
-        "observedAt": observed,
+    name = slug(f"sol-execbench-trace-{harness.get('version', 'unversioned')}")
+    given = {
+        "protocol": check(
+            _protocol(harness, "harness_reported", "sol_execbench_trace", notes, name)
+        ),
+        "environment": check(environment),
+        "workload": workload,
+        "operation": problem.operation,
+        "implementation": check(
+            _implementation(
+                problem, solution, "unknown", _ANY_HARDWARE, f"{solution} · {problem.name}"
+            )
+        ),
     }
+    observed = instant(evaluation.get("timestamp"), "evaluation.timestamp")
+    spec, metrics = _outcome(word, evaluation)
+    native: dict[str, Any] = {"source": SOURCE, "benchmark": problem.name[:200]}
+    if metrics:
+        native["metrics"] = metrics
+    spec.update(status=STATUSES[word], observedAt=observed, sourceNative=native)
+    row_key = f"{SOURCE}:trace:{problem.name}/{solution}/{uuid}/{hardware['product']}/{observed}"
+    return _item(
+        f,
+        check,
+        given,
+        spec,
+        name=slug(f"sol-trace-{problem.name}-{solution}", limit=185) + "-" + short_hash(row_key),
+        title=f"{solution} · {problem.name} · {uuid} · {hardware['product']}"[:200],
+        word=word,
+        external=None,
+        row_key=row_key,
+    )
+
+
+def _outcome(word: str, evaluation: dict[str, Any]) -> tuple[dict[str, Any], dict[str, float]]:
+    """What a trace's status lets it carry (FORMAT.md): PASSED correctness and performance,
+    INCORRECT_NUMERICAL correctness only, every other status neither."""
+    spec: dict[str, Any] = {}
     metrics: dict[str, float] = {}
     correctness = evaluation.get("correctness")
     if isinstance(correctness, dict) and word in ("PASSED", "INCORRECT_NUMERICAL"):
-        spec["correctness"] = {"comparator": "sol_execbench_eval"}
+        spec["correctness"] = {"comparator": _EVAL}
         for key, field in (
             ("max_absolute_error", "maximumAbsoluteError"),
             ("max_relative_error", "maximumRelativeError"),
         ):
             if correctness.get(key) is not None:
                 spec["correctness"][field] = number(correctness[key], f"correctness.{key}")
-        for flag in ("has_nan", "has_inf"):
-            if isinstance(correctness.get(flag), bool):
-                metrics[flag] = float(correctness[flag])
-    performance = evaluation.get("performance")
+        metrics.update(
+            {k: float(v) for k, v in correctness.items() if k in _FLAGS and type(v) is bool}
+        )
     if word == "PASSED":
+        performance = evaluation.get("performance")
         if not isinstance(performance, dict) or performance.get("latency_ms") is None:
             raise RowError("a PASSED trace must carry performance.latency_ms")
         for key in ("latency_ms", "reference_latency_ms", "speedup_factor"):
             if performance.get(key) is not None:
                 metrics[key] = number(performance[key], f"performance.{key}")
-        spec["timing"] = {
-            "primaryStatistic": "mean",
-            "latencyNs": {"mean": ms_to_ns(metrics["latency_ms"])},
-        }
-    native: dict[str, Any] = {"source": SOURCE, "benchmark": problem.name[:200]}
-    if metrics:
-        native["metrics"] = metrics
-    spec["sourceNative"] = native
-    row_key = f"{SOURCE}:trace:{problem.name}/{solution}/{uuid}/{hardware['product']}/{observed}"
-    run = check(
-        manifest(
-            "BenchmarkRun",
-            slug(f"sol-trace-{problem.name}-{solution}", limit=185) + "-" + short_hash(row_key),
-            spec,
-            title=f"{solution} · {problem.name} · {uuid} · {hardware['product']}"[:200],
-        )
-    )
-    given = {
-        "protocol": protocol,
-        "environment": environment,
-        "workload": workload,
-        "operation": problem.operation,
-        "implementation": implementation,
-    }
-    return RunItem(
-        run=run,
-        given=given,
-        origin=_origin(f, None),
-        sourceStatus=word if word in _SAYS_MORE else None,
-        rowKey=row_key,
-    )
+        mean = ms_to_ns(metrics["latency_ms"])
+        spec["timing"] = {"primaryStatistic": "mean", "latencyNs": {"mean": mean}}
+    return spec, metrics
 
 
 def _leaderboard(
     f: SourceFile, doc: dict[str, Any], by_name: dict[str, list[Problem]], out: Plan, check: Checker
 ) -> None:
     try:
-        stack, protocol, environment, hardware = _stack(doc, check)
+        stack = _stack(doc, check)
     except (RowError, InvalidManifest) as exc:
         out.rejected.append(Rejected(str(f.path), "$", str(exc)))
         return
-    kernels = doc["kernels"] if isinstance(doc["kernels"], list) else []
-    for k, entry in enumerate(kernels):
+    if not isinstance(doc["kernels"], list):
+        out.rejected.append(Rejected(str(f.path), "$.kernels", "kernels must be a list"))
+        return
+    for k, entry in enumerate(doc["kernels"]):
         where = f"kernels[{k}]"
         try:
             if not isinstance(entry, dict) or not isinstance(entry.get("submissions"), list):
                 raise RowError("a kernel needs a definition and a list of submissions")
             problem = _problem(entry.get("definition"), by_name, f.path.parent)
-            kernel = entry.get("kernel") or problem.name
-            suite = check(
-                sol_suite(
-                    problem.definition, problem.operation.digest, problem.workloads, str(kernel)
-                )
-            )
+            kernel = str(entry.get("kernel") or problem.name)
+            ops = (problem.definition, problem.operation.digest, problem.workloads, kernel)
+            suite = check(sol_suite(*ops))
         except (RowError, InvalidManifest) as exc:
             out.rejected.append(Rejected(str(f.path), where, str(exc)))
             continue
-        context = (problem, str(kernel), suite, protocol, environment, hardware, stack)
         for s, sub in enumerate(entry["submissions"]):
-            _guard(
-                out,
-                f,
-                f"{where}.submissions[{s}]",
-                partial(_submission, f, sub, context, check),
-            )
+            build = partial(_submission, f, sub, (problem, kernel, suite, *stack), check)
+            _guard(out, f, f"{where}.submissions[{s}]", build)
 
 
-def _stack(doc: dict[str, Any], check: Checker) -> tuple[str, Checked, Checked, dict[str, str]]:
+def _stack(doc: dict[str, Any], check: Checker) -> tuple[Checked, Checked, dict[str, str]]:
+    """The protocol and environment of a leaderboard: exactly KernelIndex's for a label."""
     label = doc.get("evaluationStack")
     if not isinstance(label, str) or not label:
         raise RowError("evaluationStack (the label, e.g. v1.0) is missing")
     hardware = _hardware(doc.get("hardware"))
     harness: dict[str, Any] = {"name": "SOL-ExecBench evaluation stack", "version": label}
-    commit = doc.get("evaluatorCommit")
-    if commit is not None:
-        harness.update(repository="https://github.com/NVIDIA/SOL-ExecBench", commit=commit)
-    timer = doc.get("timer", "harness_reported")
+    if doc.get("evaluatorCommit") is not None:  # the evaluator revision, when it is known
+        harness.update(repository=_REPOSITORY, commit=doc["evaluatorCommit"])
+    notes = (
+        "Suite-mean latency and SOL-Score as published by the SOL-ExecBench leaderboard. "
+        "Comparable only within one definition, GPU type, and evaluation stack version."
+    )
     short = slug(label).replace(".", "-")
-    protocol = check(
-        manifest(
-            "BenchmarkProtocol",
-            f"sol-execbench-leaderboard-{short}",
-            {
-                "harness": harness,
-                "correctness": {
-                    "reference": "definition reference implementation",
-                    "comparator": "sol_execbench_eval",
-                },
-                "measurement": {"timer": timer, "primaryStatistic": "mean"},
-                "comparability": {
-                    "notes": "Suite-mean latency and SOL-Score as published by the SOL-ExecBench "
-                    "leaderboard. Comparable only within one definition, GPU type, and evaluation "
-                    "stack version.",
-                    "family": "sol_execbench_leaderboard",
-                },
-            },
-            title=f"SOL-ExecBench evaluation stack {label}"[:200],
-        )
-    )
+    timer = doc.get("timer", "harness_reported")
+    name = f"sol-execbench-leaderboard-{short}"
+    protocol = check(_protocol(harness, timer, "sol_execbench_leaderboard", notes, name))
     gpu = hardware["product"].removeprefix("NVIDIA ")
-    environment = check(
-        manifest(
-            "ExecutionEnvironment",
-            slug(f"sol-execbench-{gpu}-{short}"),
-            {"hardware": hardware, "software": {"libraries": {"evaluation_stack": label[:100]}}},
-            title=f"SOL-ExecBench {hardware['product']}, stack {label}"[:200],
-        )
+    environment = manifest(
+        "ExecutionEnvironment",
+        slug(f"sol-execbench-{gpu}-{short}"),
+        {"hardware": hardware, "software": {"libraries": {"evaluation_stack": label[:100]}}},
+        title=f"SOL-ExecBench {hardware['product']}, stack {label}"[:200],
     )
-    return label, protocol, environment, hardware
+    return protocol, check(environment), hardware
 
 
 def _submission(f: SourceFile, sub: Any, context: tuple[Any, ...], check: Checker) -> RunItem:
-    problem, kernel, suite, protocol, environment, hardware, _ = context
-    if not isinstance(sub, dict) or not isinstance(sub.get("id"), int | str) or sub.get("id") == "":
+    problem, kernel, suite, protocol, environment, hardware = context
+    if not isinstance(sub, dict) or not isinstance(sub.get("id"), int | str) or sub["id"] == "":
         raise RowError("a submission needs an id")
-    external = str(sub["id"])
-    word = sub.get("status", "PASSED")
+    external, word = str(sub["id"]), sub.get("status", "PASSED")
     if word not in STATUSES:
         raise RowError(f"unknown status {word!r}")
-    user = str(sub.get("user") or "unknown")
-    gpu = hardware["product"].removeprefix("NVIDIA ")
-    implementation = check(
-        manifest(
-            "ImplementationRevision",
-            f"sol-submission-{slug(external)}",
-            {
-                "support": {
-                    "dtypes": sol_dtypes(problem.definition),
-                    "productsTested": [hardware["product"]],
-                    "hardwareArchitectures": [hardware["architecture"]],
-                },
-                "callable": {"language": ident(str(sub.get("language") or "unknown"))},
-                "licensing": {},
-                "operation": {"specDigest": problem.operation.digest},
-                "projectRevision": {"version": f"submission-{external}"[:100]},
-            },
-            title=f"{user} · {kernel}"[:200],
-            authors=[{"name": user[:200]}],
-        )
+    user, gpu = str(sub.get("user") or "unknown"), hardware["product"].removeprefix("NVIDIA ")
+    support = {
+        "productsTested": [hardware["product"]],
+        "hardwareArchitectures": [hardware["architecture"]],
+    }
+    language = str(sub.get("language") or "unknown")
+    implementation = _implementation(
+        problem, f"submission-{external}", language, support, f"{user} · {kernel}"
     )
+    implementation["metadata"]["authors"] = [{"name": user[:200]}]
     metrics = {k: number(sub[k], k) for k in _LEADERBOARD_METRICS if sub.get(k) is not None}
     spec: dict[str, Any] = {
         "status": STATUSES[word],
@@ -495,10 +469,6 @@ def _submission(f: SourceFile, sub: Any, context: tuple[Any, ...], check: Checke
             "benchmark": kernel[:200],
             "externalId": external,
         },
-        "protocolDigest": protocol.digest,
-        "workloadDigest": suite.digest,
-        "environmentDigest": environment.digest,
-        "implementationDigest": implementation.digest,
     }
     if "latency_ms" in metrics:
         spec["timing"] = {
@@ -507,28 +477,23 @@ def _submission(f: SourceFile, sub: Any, context: tuple[Any, ...], check: Checke
         }
     elif word == "PASSED":
         raise RowError("a passing submission must carry latency_ms")
-    worker = sub.get("worker")
-    run = check(
-        manifest(
-            "BenchmarkRun",
-            f"sol-submission-{slug(external)}",
-            spec,
-            title=f"{user} · {kernel} · {gpu}"[:200],
-            labels={"worker": str(worker)[:200]} if worker else None,
-        )
-    )
     given = {
         "protocol": protocol,
         "environment": environment,
         "workload": suite,
         "operation": problem.operation,
-        "implementation": implementation,
+        "implementation": check(implementation),
     }
-    return RunItem(
-        run=run,
-        given=given,
-        origin=_origin(f, external),
-        aliases=(f"{SOURCE}:{external}",),
-        sourceStatus=word if word in _SAYS_MORE else None,
-        rowKey=f"{SOURCE}:submission:{external}",
+    worker = sub.get("worker")
+    return _item(
+        f,
+        check,
+        given,
+        spec,
+        name=f"sol-submission-{slug(external)}",
+        title=f"{user} · {kernel} · {gpu}"[:200],
+        labels={"worker": str(worker)[:200]} if worker else None,
+        word=word,
+        external=external,
+        row_key=f"{SOURCE}:submission:{external}",
     )
