@@ -206,14 +206,12 @@ def _ingest(event: RunIngested, ctx: Context) -> RunView:
             hardware=topology["acceleratorModel"],
             hardwareVendor=topology.get("acceleratorVendor"),
         )
-    missing = tuple(role for role in _roles(event.kind) if role not in event.manifests)
-    waiting = tuple(refs[r] for r in missing if r in refs)
-    view = RunView(**base, unresolved=missing, waitingOn=waiting)
+    missing = [role for role in _roles(event.kind) if role not in event.manifests]
     found = {refs[role]: m for role, m in event.manifests.items() if role in refs}
     project = event.manifests.get("project")
     if project is not None:
-        view = _replace(view, project=project["spec"]["name"])
-    return _resolve(view, found, all_roles=True)
+        base["project"] = project["spec"]["name"]
+    return _resolve_fields(base, found, missing, all_roles=True)
 
 
 def _roles(kind: str) -> tuple[str, ...]:
@@ -222,105 +220,135 @@ def _roles(kind: str) -> tuple[str, ...]:
     return ("model", "configuration", "workload", "stack")
 
 
-def _role_digest(view: RunView, role: str) -> str | None:
-    return {
-        "protocol": view.protocolKey if view.kind == "BenchmarkRun" else None,
-        "environment": view.environmentKey,
-        "workload": view.workloadDigest,
-        "implementation": view.implementationDigest,
-        "operation": view.operationDigest,
-        "model": view.modelDigest,
-        "configuration": view.configurationDigest,
-        "stack": view.stackDigest,
-    }.get(role)
+_KERNEL_FIELDS = {
+    "protocol": "protocolKey",
+    "environment": "environmentKey",
+    "workload": "workloadDigest",
+    "implementation": "implementationDigest",
+    "operation": "operationDigest",
+}
+_SERVING_FIELDS = {
+    "model": "modelDigest",
+    "configuration": "configurationDigest",
+    "workload": "workloadDigest",
+    "stack": "stackDigest",
+}
 
 
-def _resolve(
-    view: RunView, found: dict[str, dict[str, Any]], *, all_roles: bool = False
+def _resolve(view: RunView, found: dict[str, dict[str, Any]]) -> RunView:
+    """Apply every manifest in ``found`` that the run waits on; recompute its keys."""
+    fields = msgspec.structs.asdict(view)
+    return _resolve_fields(fields, found, list(view.unresolved))
+
+
+def _resolve_fields(
+    fields: dict[str, Any],
+    found: dict[str, dict[str, Any]],
+    unresolved: list[str],
+    *,
+    all_roles: bool = False,
 ) -> RunView:
-    """Apply every manifest in ``found`` that the run references; recompute its keys."""
-    changes: dict[str, Any] = {}
-    unresolved = list(view.unresolved)
-    # Resolving a workload or configuration can reveal a further reference (operation, stack),
-    # so loop until nothing more resolves.
-    progress = True
-    current = view
-    while progress:
-        progress = False
-        for role in _roles(current.kind):
-            digest = _role_digest(current, role)
-            if digest is None or digest not in found:
-                continue
-            if role in unresolved:
-                unresolved.remove(role)
-            elif not all_roles:
-                continue
-            manifest = found[digest]
-            update = _apply_role(current, role, manifest)
-            if update:
-                changes.update(update)
-                current = _replace(current, **update)
-                progress = progress or any(k in update for k in ("operationDigest", "stackDigest"))
-        all_roles = False
-    waiting = tuple(d for r in unresolved if (d := _role_digest(current, r)) is not None)
-    current = _replace(current, unresolved=tuple(unresolved), waitingOn=waiting)
-    return _keys(current)
+    """Apply the manifests in ``found`` to a view's fields; build the view with its keys.
+
+    Resolving a workload or configuration can reveal a further reference (operation, stack),
+    so roles are visited in dependency order: what a role reveals is there for the next."""
+    kind = fields["kind"]
+    role_field = _KERNEL_FIELDS if kind == "BenchmarkRun" else _SERVING_FIELDS
+    for role, field in role_field.items():
+        digest = fields.get(field)
+        if digest is None or digest not in found:
+            continue
+        if role in unresolved:
+            unresolved.remove(role)
+        elif not all_roles:
+            continue
+        _apply_role(fields, kind, role, found[digest])
+    fields["unresolved"] = tuple(unresolved)
+    fields["waitingOn"] = tuple(
+        d for r in unresolved if (d := fields.get(role_field[r])) is not None
+    )
+    _keys(fields)
+    return RunView(**fields)
 
 
-def _apply_role(view: RunView, role: str, manifest: dict[str, Any]) -> dict[str, Any]:
+def _apply_role(fields: dict[str, Any], kind: str, role: str, manifest: dict[str, Any]) -> None:
     spec = manifest["spec"]
     if role == "environment":
-        return _hardware(manifest)
-    if role == "workload" and view.kind == "BenchmarkRun":
-        return {
-            "correctnessKey": correctness_key(manifest),
-            "operationDigest": view.operationDigest or spec["operationSpecDigest"],
-        }
-    if role == "implementation":
-        meta = manifest["metadata"]
-        update: dict[str, Any] = {
-            "sourceAvailable": _source_available(manifest),
-            "implementation": meta.get("title") or meta["name"],
-            "revision": spec["projectRevision"].get("version")
-            or spec["projectRevision"].get("commit"),
-        }
-        if view.operationDigest is None:
-            update["operationDigest"] = spec["operation"]["specDigest"]
-        return update
-    if role == "workload":
-        return {"servingProtocolSuffix": serving_protocol_suffix(manifest)}
-    if role == "model":
-        return {"tokenizer": model_tokenizer(manifest), "modelResolved": True}
-    if role == "configuration":
-        return {"stackDigest": spec["stackDigest"]}
-    return {}
+        fields.update(_hardware(manifest))
+    elif role == "workload" and kind == "BenchmarkRun":
+        fields["correctnessKey"] = _correctness(manifest)
+        if fields.get("operationDigest") is None:
+            fields["operationDigest"] = spec["operationSpecDigest"]
+    elif role == "implementation":
+        meta, revision = manifest["metadata"], spec["projectRevision"]
+        fields["sourceAvailable"] = _source_available(manifest)
+        fields["implementation"] = meta.get("title") or meta["name"]
+        fields["revision"] = revision.get("version") or revision.get("commit")
+        if fields.get("operationDigest") is None:
+            fields["operationDigest"] = spec["operation"]["specDigest"]
+    elif role == "workload":
+        fields["servingProtocolSuffix"] = serving_protocol_suffix(manifest)
+    elif role == "model":
+        fields["tokenizer"] = model_tokenizer(manifest)
+        fields["modelResolved"] = True
+    elif role == "configuration":
+        fields["stackDigest"] = spec["stackDigest"]
 
 
-def _keys(view: RunView) -> RunView:
-    if view.kind == "BenchmarkRun":
-        if view.comparisonKey is None and view.correctnessKey is not None and view.operationDigest:
-            key = comparison_key(
-                operation=view.operationDigest,
-                workload=view.workloadDigest or "",
-                protocol=view.protocolKey or "",
-                environment=view.environmentKey or "",
-                correctness=view.correctnessKey,
-                metric=view.metricKey,
+# Keys are pure functions of their parts; shared parts (a workload serves many runs) are
+# computed once. The caches are bounded and never change a result.
+_CORRECTNESS: dict[bytes, str] = {}
+_COMPARISON: dict[tuple[str, ...], str] = {}
+_ENCODE = msgspec.json.Encoder()
+
+
+def _correctness(workload: dict[str, Any]) -> str:
+    key = _ENCODE.encode(workload["spec"]["correctness"])
+    found = _CORRECTNESS.get(key)
+    if found is None:
+        if len(_CORRECTNESS) > 100_000:
+            _CORRECTNESS.clear()
+        found = _CORRECTNESS[key] = correctness_key(workload)
+    return found
+
+
+def _keys(fields: dict[str, Any]) -> None:
+    if fields["kind"] == "BenchmarkRun":
+        correctness, operation = fields.get("correctnessKey"), fields.get("operationDigest")
+        if fields.get("comparisonKey") is None and correctness is not None and operation:
+            parts = (
+                operation,
+                fields.get("workloadDigest") or "",
+                fields.get("protocolKey") or "",
+                fields.get("environmentKey") or "",
+                correctness,
+                fields.get("metricKey", "none"),
             )
-            return _replace(view, comparisonKey=key)
-        return view
-    if view.cohortKey is None and view.servingProtocolSuffix is not None and view.modelResolved:
-        key = cohort_key(
-            model_digest=view.modelDigest or "",
-            tokenizer=view.tokenizer,
-            workload_digest=view.workloadDigest or "",
-            protocol_key=(view.protocolKey or "") + view.servingProtocolSuffix,
-            topology_key=view.topologyKey or "",
-            quality_policy=view.qualityPolicy or "",
-            metric_set_key=view.metricSetKey or "",
+            key = _COMPARISON.get(parts)
+            if key is None:
+                if len(_COMPARISON) > 100_000:
+                    _COMPARISON.clear()
+                key = _COMPARISON[parts] = comparison_key(
+                    operation=parts[0],
+                    workload=parts[1],
+                    protocol=parts[2],
+                    environment=parts[3],
+                    correctness=parts[4],
+                    metric=parts[5],
+                )
+            fields["comparisonKey"] = key
+        return
+    suffix = fields.get("servingProtocolSuffix")
+    if fields.get("cohortKey") is None and suffix is not None and fields.get("modelResolved"):
+        fields["cohortKey"] = cohort_key(
+            model_digest=fields.get("modelDigest") or "",
+            tokenizer=fields.get("tokenizer"),
+            workload_digest=fields.get("workloadDigest") or "",
+            protocol_key=(fields.get("protocolKey") or "") + suffix,
+            topology_key=fields.get("topologyKey") or "",
+            quality_policy=fields.get("qualityPolicy") or "",
+            metric_set_key=fields.get("metricSetKey") or "",
         )
-        return _replace(view, cohortKey=key)
-    return view
 
 
 def fold_run(digest: str, view: RunView | None, event: AnyEvent, ctx: Context) -> RunView | None:
