@@ -35,54 +35,68 @@ def _better(direction: Direction, value: float, best: float) -> bool:
 
 def leader_history(
     key: str, members: tuple[Member, ...], direction: Direction, policy: str = POLICY
-) -> tuple[tuple[LeaderChange, ...], float | None]:
+) -> tuple[tuple[LeaderChange, ...], tuple[float, ...]]:
     """The leader changes of a group whose eligible members are ``members`` (walk order), and
-    the leader's value."""
+    each leader's value."""
     out: list[LeaderChange] = []
-    best: float | None = None
+    values: list[float] = []
     previous: str | None = None
     for m in members:
-        if best is None or _better(direction, m.value, best):
+        if not values or _better(direction, m.value, values[-1]):
             out.append(LeaderChange(key, m.runDigest, m.observedAt, "new_run", policy, previous))
-            best, previous = m.value, m.runDigest
-    return tuple(out), best
+            values.append(m.value)
+            previous = m.runDigest
+    return tuple(out), tuple(values)
+
+
+def _with_new_member(
+    group: GroupView, new: Member
+) -> tuple[tuple[LeaderChange, ...], tuple[float, ...]]:
+    """The history after ``new`` joins (nothing else changing): the leaders before it stay; it
+    leads if it beats the leader before it; then only the later leaders that still beat it stay
+    (they are a suffix: leaders' values only improve). O(leaders), not O(members)."""
+    history, values = group.history, group.leaderValues
+    where = (new.observedAt, new.runDigest)
+    k = bisect.bisect_left([(h.at, h.runDigest) for h in history], where)
+    if k and not _better(group.direction, new.value, values[k - 1]):
+        return history, values
+    lead = LeaderChange(
+        group.comparisonKey,
+        new.runDigest,
+        new.observedAt,
+        "new_run",
+        group.policyVersion,
+        history[k - 1].runDigest if k else None,
+    )
+    later = [
+        (h, v)
+        for h, v in zip(history[k:], values[k:], strict=True)
+        if _better(group.direction, v, new.value)
+    ]
+    if later:
+        first, value = later[0]
+        later[0] = (msgspec.structs.replace(first, previousRunDigest=new.runDigest), value)
+    return (
+        (*history[:k], lead, *(h for h, _ in later)),
+        (*values[:k], new.value, *(v for _, v in later)),
+    )
 
 
 def fold_group(group: GroupView, change: MemberChange) -> GroupView:
-    """The group after one member change. Pure; O(1) for the common case of a new run observed
-    after every other member, O(n) otherwise."""
+    """The group after one member change. Pure. A joining run costs O(log n + leaders); a run
+    leaving (retracted, superseded) or moving rewalks the group, O(n)."""
     members = list(group.members)
     if change.before is not None:
-        at = bisect.bisect_left(
-            members,
-            (change.before.observedAt, change.before.runDigest),
-            key=lambda m: (m.observedAt, m.runDigest),
-        )
+        at = bisect.bisect_left(members, change.before)
         if at < len(members) and members[at] == change.before:
             del members[at]
-    appended_at_end = False
     if change.after is not None:
-        sort_key = (change.after.observedAt, change.after.runDigest)
-        at = bisect.bisect_left(members, sort_key, key=lambda m: (m.observedAt, m.runDigest))
-        appended_at_end = at == len(members) and change.before is None
-        members.insert(at, change.after)
+        bisect.insort(members, change.after)
     new_members = tuple(members)
-    new = change.after
-    if appended_at_end and new is not None:
-        if group.best is not None and not _better(group.direction, new.value, group.best):
-            return msgspec.structs.replace(group, members=new_members)
-        lead = LeaderChange(
-            group.comparisonKey,
-            new.runDigest,
-            new.observedAt,
-            "new_run",
-            group.policyVersion,
-            group.leader,
+    if change.before is None and change.after is not None:
+        history, values = _with_new_member(group, change.after)
+    else:
+        history, values = leader_history(
+            group.comparisonKey, new_members, group.direction, group.policyVersion
         )
-        return msgspec.structs.replace(
-            group, members=new_members, history=(*group.history, lead), best=new.value
-        )
-    history, best = leader_history(
-        group.comparisonKey, new_members, group.direction, group.policyVersion
-    )
-    return msgspec.structs.replace(group, members=new_members, history=history, best=best)
+    return msgspec.structs.replace(group, members=new_members, history=history, leaderValues=values)

@@ -184,7 +184,10 @@ class _Batch:
             ).fetchall()
             history = tuple(LeaderChange(key, r[0], r[2], r[3], r[4], r[1]) for r in rows)
             self.leader_rows[key] = {(r[0], r[1], r[2]): r[5] for r in rows}
-            group = GroupView(key, meta[1], meta[2], meta[0], members, history, meta[3], meta[4])
+            value_of = {m.runDigest: m.value for m in members}
+            values = tuple(value_of[h.runDigest] for h in history)
+            group = GroupView(key, meta[1], meta[2], meta[0], members, history, values, meta[4])
+
         self.groups[key] = group
         self.leader_rows.setdefault(key, {})
         return group
@@ -203,15 +206,16 @@ class _Batch:
         keys = fold_keys(self.keys, event, entry.seq, entry.signer)
         if keys is not self.keys:
             self.keys, self.keys_changed = keys, True
-        for digest in self._targets(event):
+        carried = carried_manifests(event) if isinstance(event, RunIngested) else {}
+        for digest in self._targets(event, carried):
             self._fold_run(digest, event, ctx)
-        self._record(event, ctx)
+        self._record(event, ctx, carried)
 
-    def _targets(self, event: AnyEvent) -> list[str]:
+    def _targets(self, event: AnyEvent, carried: dict[str, Any]) -> list[str]:
         match event:
             case RunIngested():
                 targets = {event.runDigest}
-                for digest in carried_manifests(event):
+                for digest in carried:
                     targets |= self.waiting_for(digest)
                 return sorted(targets)
             case ManifestRecorded():
@@ -292,12 +296,12 @@ class _Batch:
                 self.groups[key].kind,
             ]
 
-    def _record(self, event: AnyEvent, ctx: Context) -> None:
+    def _record(self, event: AnyEvent, ctx: Context, carried: dict[str, Any]) -> None:
         at = ctx.seq + 1
         match event:
             case RunIngested():
                 self._manifest(event.runDigest, event.manifests["run"], at)
-                for digest, manifest in carried_manifests(event).items():
+                for digest, manifest in carried.items():
                     self._manifest(digest, manifest, at)
                 if event.rowKey is not None:
                     self._row("p_rowkeys", (event.rowKey, event.runDigest, at))
@@ -573,7 +577,9 @@ class Materializer:
         """Drop every projection and replay ``entries`` from position 0 (in the caller's
         transaction). Returns the number of entries applied."""
         schema.drop(self.conn)
-        schema.create(self.conn)
+        # Indexes are built once at the end: a bulk build is faster than maintaining them row
+        # by row. Reads during the rebuild (group loads, waiting runs) use the primary keys.
+        schema.create(self.conn, indexes=False)
         self._keys = {}
         chunk: list[StoredEntry] = []
         count = 0
@@ -584,4 +590,5 @@ class Materializer:
                 count += len(chunk)
                 chunk = []
         self.apply(chunk)
+        schema.create(self.conn)
         return count + len(chunk)

@@ -6,6 +6,7 @@ Every read is an index lookup on version rows (``valid_from <= p`` and ``valid_t
 
 from __future__ import annotations
 
+import bisect
 import re
 import sqlite3
 from collections.abc import Iterator
@@ -190,26 +191,62 @@ class Ranked(msgspec.Struct, frozen=True):
     leader: str | None
 
 
-def rank_of(conn: sqlite3.Connection, view: RunView, as_of: int | None = None) -> Ranked | None:
-    """Dense rank of an eligible run in its group (ties only on equal values)."""
-    key = view.group_key
-    if not view.eligible or key is None or view.primaryValue is None:
-        return None
-    p = _at(as_of)
-    cmp = "<" if view.direction == "lower" else ">"
-    better = conn.execute(
-        f"SELECT count(DISTINCT primary_value) FROM p_runs WHERE group_key = ? AND eligible = 1"
-        f" AND primary_value {cmp} ? AND {_LIVE}",
-        (key, view.primaryValue, p, p),
-    ).fetchone()[0]
-    distinct, members = conn.execute(
-        f"SELECT count(DISTINCT primary_value), count(*) FROM p_runs WHERE group_key = ? AND eligible = 1 AND {_LIVE}",
+class _Standings(msgspec.Struct, frozen=True):
+    values: list[float]  # distinct values, best first (negated for higher-is-better)
+    members: int
+    leader: str | None
+
+
+StandingsCache = dict[tuple[str, int], _Standings]
+"""A group's standings as of a tree size never change once computed, so a reader of one
+database may keep them by (group, size): a rank is then a binary search, flat with the group's
+size. The cache belongs to the caller (one per database)."""
+
+
+def _standings(
+    conn: sqlite3.Connection, key: str, p: int, sign: float, cache: StandingsCache | None
+) -> _Standings:
+    if cache is not None:
+        found = cache.get((key, p))
+        if found is not None:
+            return found
+    rows = conn.execute(
+        f"SELECT primary_value FROM p_runs WHERE group_key = ? AND eligible = 1 AND {_LIVE}",
         (key, p, p),
-    ).fetchone()
+    ).fetchall()
     leader = conn.execute(
         f"SELECT leader FROM p_groups WHERE group_key = ? AND {_LIVE}", (key, p, p)
     ).fetchone()
-    return Ranked(int(better) + 1, int(distinct), int(members), leader[0] if leader else None)
+    found = _Standings(
+        sorted({sign * r[0] for r in rows}), len(rows), leader[0] if leader else None
+    )
+    if cache is not None:
+        if len(cache) > 20_000:
+            cache.clear()
+        cache[(key, p)] = found
+    return found
+
+
+
+def current_size(conn: sqlite3.Connection) -> int:
+    """The tree size the projections have applied."""
+    row = conn.execute("SELECT position FROM p_state WHERE projection = 'all'").fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def rank_of(
+    conn: sqlite3.Connection, view: RunView, as_of: int | None = None, cache: StandingsCache | None = None
+) -> Ranked | None:
+    """Dense rank of an eligible run in its group (ties only on equal values); ``cache`` keeps
+    group standings between calls on the same database."""
+    key = view.group_key
+    if not view.eligible or key is None or view.primaryValue is None:
+        return None
+    p = current_size(conn) if as_of is None else as_of
+    sign = -1.0 if view.direction == "higher" else 1.0
+    standing = _standings(conn, key, p, sign, cache)
+    rank = bisect.bisect_left(standing.values, sign * view.primaryValue) + 1
+    return Ranked(rank, len(standing.values), standing.members, standing.leader)
 
 
 class GroupSummary(msgspec.Struct, frozen=True):

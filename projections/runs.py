@@ -6,6 +6,7 @@ union; the materialiser routes to it every event that may concern the run.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, assert_never
 
 import msgspec
@@ -83,6 +84,7 @@ _HIGHER_IS_BETTER_WORDS = (
 )
 
 
+@functools.lru_cache(maxsize=4096)
 def direction_of(metric: str | None, unit: str | None) -> Direction:
     """Ranking direction from the metric: time-valued metrics rank lower-first, throughput-like
     ones higher-first (DESIGN.md §1)."""
@@ -262,6 +264,20 @@ def _resolve_fields(
             unresolved.remove(role)
         elif not all_roles:
             continue
+        if role in ("environment", "implementation"):
+            # What these give depends on the manifest alone, which its digest names.
+            update = _ROLE_CACHE.get((role, digest))
+            if update is None:
+                update = {}
+                _apply_role(update, kind, role, found[digest])
+                if len(_ROLE_CACHE) > 100_000:
+                    _ROLE_CACHE.clear()
+                _ROLE_CACHE[(role, digest)] = update
+            operation = update.get("operationDigest")
+            fields.update((k, v) for k, v in update.items() if k != "operationDigest")
+            if operation is not None and fields.get("operationDigest") is None:
+                fields["operationDigest"] = operation
+            continue
         _apply_role(fields, kind, role, found[digest])
     fields["unresolved"] = tuple(unresolved)
     fields["waitingOn"] = tuple(
@@ -294,6 +310,8 @@ def _apply_role(fields: dict[str, Any], kind: str, role: str, manifest: dict[str
     elif role == "configuration":
         fields["stackDigest"] = spec["stackDigest"]
 
+
+_ROLE_CACHE: dict[tuple[str, str], dict[str, Any]] = {}
 
 # Keys are pure functions of their parts; shared parts (a workload serves many runs) are
 # computed once. The caches are bounded and never change a result.

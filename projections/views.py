@@ -132,8 +132,12 @@ class GroupView(msgspec.Struct, frozen=True, omit_defaults=True):
     kind: str
     members: tuple[Member, ...] = ()
     history: tuple[LeaderChange, ...] = ()
-    best: float | None = None
+    leaderValues: tuple[float, ...] = ()
     policyVersion: str = "ranking-v1"
+
+    @property
+    def best(self) -> float | None:
+        return self.leaderValues[-1] if self.leaderValues else None
 
     @property
     def leader(self) -> str | None:

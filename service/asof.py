@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from events.store import LogStore, format_instant
 from service.errors import UsageError
 
-__all__ = ["resolve_as_of"]
+__all__ = ["parse_as_of", "resolve_as_of"]
 
 _INSTANT = re.compile(r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2}))?\Z")
 
 
 def resolve_as_of(store: LogStore, text: str | None) -> int | None:
+    """``parse_as_of`` against a log store."""
+    return parse_as_of(text, size=store.refresh, at_instant=store.seq_at_or_before)
+
+
+def parse_as_of(text: str | None, *, size: Callable[[], int], at_instant: Callable[[str], int]) -> int | None:
     """The tree size ``text`` names (None for "now").
 
     A non-negative integer is a tree size (at most the log's size); an RFC 3339 instant (or a
@@ -26,11 +32,11 @@ def resolve_as_of(store: LogStore, text: str | None) -> int | None:
         return None
     text = text.strip()
     if text.isdigit():
-        size = int(text)
-        current = store.refresh()
-        if size > current:
-            raise UsageError(f"asOf {size} is beyond the log ({current} entries)")
-        return size
+        wanted = int(text)
+        current = size()
+        if wanted > current:
+            raise UsageError(f"asOf {wanted} is beyond the log ({current} entries)")
+        return wanted
     if not _INSTANT.match(text):
         raise UsageError(f"asOf must be a tree size or an RFC 3339 instant, not {text!r}")
     try:
@@ -42,4 +48,4 @@ def resolve_as_of(store: LogStore, text: str | None) -> int | None:
         raise UsageError(f"asOf {text!r} is not a valid instant") from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
-    return store.seq_at_or_before(format_instant(when))
+    return at_instant(format_instant(when))

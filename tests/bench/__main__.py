@@ -7,7 +7,7 @@ import importlib
 import platform
 import time
 
-SECTIONS = ["digests", "log"]
+SECTIONS = ["digests", "log", "ingest", "projections", "http"]
 
 
 def main() -> None:

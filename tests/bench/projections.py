@@ -1,0 +1,106 @@
+"""Issue 5: replay (rebuild all projections, no signature checks) entries/s at 100k entries,
+and ``runs show`` latency p50/p99 in-process at 100k and 1M runs (flat with size).
+
+Targets: replay >= 30,000 entries/s; lookup p99 <= 1 ms at 1M runs."""
+
+from __future__ import annotations
+
+import os
+import random
+import sqlite3
+import tempfile
+import time
+from pathlib import Path
+
+from events.entries import StoredEntry
+from events.store import LogStore
+from events.types import RunIngested
+from projections import queries
+from projections.materialize import Materializer
+from service.dossier import build_dossier
+from tests.bench.common import line, percentiles
+from tests.builders import bundle, ingest_event
+
+REPLAY_N = int(os.environ.get("BENCH_REPLAY_ENTRIES", "100000"))
+LOOKUP_SIZES = [int(x) for x in os.environ.get("BENCH_LOOKUP_SIZES", "100000,1000000").split(",")]
+
+
+def _events(n: int, seed: int = 5, start: int = 0) -> list[StoredEntry]:
+    """``n`` synthetic run.ingested entries over ~n/50 comparison groups, as a log holds them."""
+    rng = random.Random(seed)
+    templates = [bundle(group=g, author=0, value=1000) for g in range(64)]
+    out = []
+    for seq in range(start, start + n):
+        parts = templates[rng.randrange(len(templates))]
+        run = parts["run"].manifest
+        spec = dict(run["spec"])
+        value = rng.randrange(1, 1_000_000)
+        spec["timing"] = {"primaryStatistic": "median", "latencyNs": {"median": value}}
+        spec["observedAt"] = f"2026-{1 + seq % 12:02d}-{1 + seq % 28:02d}T00:00:{seq % 60:02d}Z"
+        spec["sourceNative"] = {"source": "synthetic", "externalId": f"run-{seq}"}
+        digest = f"sha256:{seq:064x}"
+        manifests = {role: c.manifest for role, c in parts.items()}
+        manifests["run"] = {**run, "spec": spec}
+        base = ingest_event(parts)
+        event = RunIngested(runDigest=digest, kind="BenchmarkRun", manifests=manifests, origin=base.origin,
+                            aliases=[f"synthetic:run-{seq}"])
+        out.append(StoredEntry(seq, "2026-11-30T00:00:00.000Z", "run.ingested.v1", digest,
+                               "application/vnd.benchproof.event+json", b"", f"sha256:{seq:064x}", "k", event))
+    return out
+
+
+def _db(path: Path) -> sqlite3.Connection:
+    LogStore.open(path, origin="bench/log", create=True).close()  # the log's tables (empty)
+    from events.store import connect
+
+    return connect(path)
+
+
+def replay_bench() -> None:
+    entries = _events(REPLAY_N)
+    with tempfile.TemporaryDirectory() as tmp:
+        conn = _db(Path(tmp) / "r.db")
+        m = Materializer(conn)
+        conn.execute("BEGIN")
+        t0 = time.perf_counter()
+        m.rebuild(iter(entries))
+        conn.execute("COMMIT")
+        elapsed = time.perf_counter() - t0
+    line(f"replay of {REPLAY_N:,} run.ingested entries (target >= 30,000)", REPLAY_N / elapsed, "entries/s")
+
+
+def lookup_bench(n: int) -> tuple[float, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        conn = _db(Path(tmp) / "l.db")
+        m = Materializer(conn)
+        step = 50_000
+        for start in range(0, n, step):
+            conn.execute("BEGIN")
+            m.apply(_events(min(step, n - start), seed=start, start=start))
+            conn.execute("COMMIT")
+        rng = random.Random(1)
+        refs = [f"synthetic:run-{rng.randrange(n)}" for _ in range(3000)]
+        samples = []
+        standings: queries.StandingsCache = {}
+        for ref in refs:
+            t0 = time.perf_counter()
+            digest = queries.resolve_run(conn, ref)
+            build_dossier(conn, digest, None, size=n, standings=standings)
+            samples.append(time.perf_counter() - t0)
+        p50, p99 = percentiles(samples[200:], 50, 99)
+        conn.close()
+    return p50 * 1000, p99 * 1000
+
+
+def main() -> None:
+    print("projections (issue 5)")
+    replay_bench()
+    results = {}
+    for n in LOOKUP_SIZES:
+        p50, p99 = lookup_bench(n)
+        results[n] = p99
+        line(f"runs show (resolve + dossier) at {n:,} runs: p50", p50, "ms")
+        line(f"runs show (resolve + dossier) at {n:,} runs: p99 (target <= 1 ms)", p99, "ms")
+    if len(results) > 1:
+        small, big = min(results), max(results)
+        line(f"  p99 ratio {big:,} / {small:,} runs (flat = 1.0)", results[big] / results[small], "x")
