@@ -277,6 +277,7 @@ class LogStore:
         signer_of: SignerOf,
         now: datetime,
         project: Projector | None = None,
+        progress: Callable[[int], None] | None = None,
     ) -> list[Appended]:
         """Append a batch in one transaction: entries, tree nodes, the projections (through
         ``project``) and a signed checkpoint covering them. Entries whose payload the log already
@@ -308,6 +309,7 @@ class LogStore:
                     now,
                     project,
                     known,
+                    progress,
                 )
             return [
                 Appended(known[d], d in appended and first.get(d) == i, d)
@@ -324,6 +326,7 @@ class LogStore:
         now: datetime,
         project: Projector | None,
         known: dict[str, int],
+        progress: Callable[[int], None] | None = None,
     ) -> set[str]:
         """Write the batch; fill ``known`` with every position; return the digests appended."""
         conn = self._conn
@@ -377,6 +380,8 @@ class LogStore:
                 if project is not None:
                     project(conn, stored)
                 appended.update(e.payload_digest for e in stored)
+                if progress is not None:
+                    progress(len(chunk))
             if appended:
                 root = edge.root()
                 note = sign_checkpoint(checkpoint_body(self.origin, edge.size, root))

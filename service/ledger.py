@@ -95,11 +95,16 @@ class Ledger:
                 conn.execute("ROLLBACK")
                 raise
 
-    def append(self, events: Sequence[tuple[Event, str]]) -> list[Appended]:
-        """Append ``(event, subject)`` pairs as one batch (signed by the index key)."""
-        return self.append_pending([pending_of(e, s) for e, s in events])
+    def append(
+        self, events: Sequence[tuple[Event, str]], *, progress: Callable[[int], None] | None = None
+    ) -> list[Appended]:
+        """Append ``(event, subject)`` pairs as one batch (signed by the index key);
+        ``progress`` hears of each chunk written."""
+        return self.append_pending([pending_of(e, s) for e, s in events], progress=progress)
 
-    def append_pending(self, pending: Sequence[Pending]) -> list[Appended]:
+    def append_pending(
+        self, pending: Sequence[Pending], *, progress: Callable[[int], None] | None = None
+    ) -> list[Appended]:
         """Append pendings (some may carry an actor's own envelope) as one batch."""
         self._catch_up_if_needed()
         index = self.signers.index.key_id
@@ -116,6 +121,7 @@ class Ledger:
             signer_of=envelope_signer,
             now=self.clock(),
             project=self.projections,
+            progress=progress,
         )
 
     def _catch_up_if_needed(self) -> None:

@@ -238,10 +238,8 @@ def commit(
     events.extend(run_events)
     for i in range(0, len(events), chunk):
         part = events[i : i + chunk]
-        appended = ledger.append(part)
+        appended = ledger.append(part, progress=progress)
         result.entries += sum(a.new for a in appended)
-        if progress is not None:
-            progress(len(part))
     result.size = ledger.store.size
     return result
 

@@ -1,0 +1,109 @@
+"""Issue 6: requests/s and p99 for the run JSON and the dossier page, served by ``benchproof
+serve`` over the whole catalog, against a litestar hello-world served the same way (uvicorn,
+one worker) in the same run. Load: ``wrk`` on loopback (Debian package), rotating over 1,000
+runs so the server's response cache is not all the test measures.
+
+Target: run JSON >= 0.5 x hello-world throughput, p99 <= 20 ms."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from service.ingest.api import run_import
+from service.ledger import init_data_dir
+from tests.bench.common import line
+from tests.corpora import CATALOG, corpus, shared_file
+
+ROOT = Path(__file__).resolve().parents[2]
+DURATION = os.environ.get("BENCH_HTTP_SECONDS", "10")
+CONNECTIONS = os.environ.get("BENCH_HTTP_CONNECTIONS", "32")
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait(url: str, proc: subprocess.Popen[bytes]) -> None:
+    for _ in range(300):
+        try:
+            urllib.request.urlopen(url, timeout=1).read()  # noqa: S310 - loopback
+            return
+        except OSError:
+            if proc.poll() is not None:
+                raise RuntimeError(f"server exited with {proc.returncode}") from None
+            time.sleep(0.1)
+    raise RuntimeError(f"{url} did not answer")
+
+
+def _wrk(url: str, paths: list[str], script_dir: Path) -> tuple[float, float]:
+    script = script_dir / "paths.lua"
+    lua_paths = ",".join(json.dumps(p) for p in paths)
+    script.write_text(
+        "local paths = {" + lua_paths + "}\nlocal i = 0\n"
+        "request = function()\n  i = i + 1\n  return wrk.format('GET', paths[(i % #paths) + 1])\nend\n"
+    )
+    out = subprocess.run(
+        ["wrk", "-t1", f"-c{CONNECTIONS}", f"-d{DURATION}s", "--latency", "-s", str(script), url],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    p99_text = re.search(r"99%\s+([\d.]+)(us|ms|s)", out)
+    assert p99_text is not None, out
+    scale = {"us": 0.001, "ms": 1.0, "s": 1000.0}[p99_text.group(2)]
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if non2xx:
+        raise RuntimeError(f"{non2xx.group(1)} failed responses:\n{out}")
+    return rps, float(p99_text.group(1)) * scale
+
+
+def main() -> None:
+    if shutil.which("wrk") is None:
+        print("http (issue 6): skipped: wrk is not installed (apt-get install wrk)")
+        return
+    catalog = corpus(*CATALOG)
+    print(f"http (issue 6): wrk -t1 -c{CONNECTIONS} -d{DURATION}s on loopback, one uvicorn worker each")
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "data"
+        ledger, _ = init_data_dir(data)
+        with ledger:
+            run_import(ledger, "kernelindex-catalog", [catalog])
+            run_import(ledger, "manifest", [shared_file("seed-manifest.json")])
+            digests = [r[0] for r in ledger.store.connection.execute(
+                "SELECT run_digest FROM p_runs WHERE valid_to IS NULL ORDER BY run_digest LIMIT 1000")]
+        ours, hello = _port(), _port()
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        server = subprocess.Popen([str(Path(sys.executable).parent / "benchproof"), "serve", "--data", str(data),
+                                   "--port", str(ours)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        peer = subprocess.Popen([sys.executable, "-m", "uvicorn", "tests.bench.hello_app:app", "--port", str(hello),
+                                 "--log-level", "warning", "--no-access-log"], cwd=ROOT, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            _wait(f"http://127.0.0.1:{ours}/healthz", server)
+            _wait(f"http://127.0.0.1:{hello}/", peer)
+            base = f"http://127.0.0.1:{ours}"
+            hello_rps, hello_p99 = _wrk(f"http://127.0.0.1:{hello}", ["/"], Path(tmp))
+            run_rps, run_p99 = _wrk(base, [f"/v1/runs/{d}" for d in digests], Path(tmp))
+            page_rps, page_p99 = _wrk(base, [f"/runs/{d[7:19]}" for d in digests], Path(tmp))
+            hot_rps, hot_p99 = _wrk(base, [f"/v1/runs/{digests[0]}"], Path(tmp))
+        finally:
+            for proc in (server, peer):
+                proc.terminate()
+                proc.wait(10)
+    line("litestar hello-world (peer)", hello_rps, "req/s", f"p99 {hello_p99:.1f} ms")
+    line("GET /v1/runs/{digest}, 1,000 runs rotating", run_rps, "req/s", f"p99 {run_p99:.1f} ms (target <= 20)")
+    line("  ratio to hello-world (target >= 0.5)", run_rps / hello_rps, "x")
+    line("GET /runs/{shortId} dossier page, 1,000 runs", page_rps, "req/s", f"p99 {page_p99:.1f} ms")
+    line("  ratio to hello-world", page_rps / hello_rps, "x")
+    line("GET /v1/runs/{digest}, one hot run", hot_rps, "req/s", f"p99 {hot_p99:.1f} ms")
