@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from decimal import Decimal
 from typing import Any
 
@@ -35,7 +36,7 @@ import msgspec
 
 from events.errors import CanonicalizationError
 
-__all__ = ["canonical_bytes", "digest", "es6_number", "sha256_digest"]
+__all__ = ["canonical_bytes", "canonical_json", "digest", "es6_number", "sha256_digest"]
 
 _MAX_SAFE = 2**53 - 1
 _ENCODER = msgspec.json.Encoder(order="sorted")
@@ -185,6 +186,36 @@ def canonical_bytes(value: Any) -> bytes:
         if marked == value:
             return _FAST.encode(marked)
     return _ENCODER.encode(_prepare(value))
+
+
+_SUPPLEMENTARY = re.compile(rb"[\xf0-\xf7]")  # lead bytes of 4-byte UTF-8: code points >= U+10000
+_JSON = msgspec.json.Decoder()
+
+
+def canonical_json(text: bytes, *, members: tuple[str, ...] | None = None) -> bytes:
+    """RFC 8785 bytes of the JSON value in ``text`` (of only its top-level ``members`` when
+    given). Straight from the JSON text: a decoded value holds only JSON types, so the fast path
+    needs no round-trip check; key order needs care only when a key may hold a character beyond
+    the BMP (4-byte UTF-8), where code-point and UTF-16 order part.
+
+    Raises:
+        CanonicalizationError: the text is not JSON, or holds a lone surrogate escape.
+    """
+    if _SUPPLEMENTARY.search(text) is None and not _may_hold_unsafe_integer(text):
+        try:
+            value = _MARKING.decode(text)
+            if members is not None:
+                value = {k: value[k] for k in members if k in value}
+            return _FAST.encode(value)
+        except (msgspec.DecodeError, UnicodeEncodeError):
+            pass  # the slow path names the problem
+    try:
+        value = _JSON.decode(text)
+    except msgspec.DecodeError as exc:
+        raise CanonicalizationError(f"not JSON: {exc}") from None
+    if members is not None:
+        value = {k: value[k] for k in members if k in value}
+    return canonical_bytes(value)
 
 
 def sha256_digest(data: bytes) -> str:

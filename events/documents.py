@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from events.canonical import canonical_json, sha256_digest
 from events.errors import InvalidManifest
 from events.identity import (
     PrimaryMeasurement,
@@ -25,7 +26,7 @@ from events.identity import (
     serving_topology_key,
     spec_digest,
 )
-from events.manifests import validate
+from events.manifests import ERROR_PATH, AnyManifest, validate
 from events.normalize import normalize
 from events.yamlcore import load_yaml
 
@@ -118,6 +119,44 @@ def check_manifest(value: Any, *, source: str, path: str = "$") -> Checked:
             f"{source}: {where}: {exc.detail.split(': ', 1)[-1]}", path=where
         ) from None
     return Checked(typed.__struct_config__.tag, spec_digest(normal), typed.metadata.name, normal)  # type: ignore[arg-type]
+
+
+_TYPED = msgspec.json.Decoder(AnyManifest)
+_IDENTITY = ("apiVersion", "kind", "spec")
+
+
+def check_manifest_json(text: bytes, *, source: str, path: str = "$") -> Checked:
+    """``check_manifest`` for a manifest still in its JSON text: validated while decoding, and
+    digested straight from the text when normalisation changes nothing (the common case).
+
+    Raises:
+        InvalidManifest: the text is not JSON, the manifest fails its schema, or a duration is
+            ambiguous.
+    """
+    try:
+        typed = _TYPED.decode(text)
+    except msgspec.ValidationError as exc:
+        message = str(exc)
+        match = ERROR_PATH.search(message)
+        where = path + match.group(1)[1:] if match else path
+        reason = ERROR_PATH.sub("", message)
+        raise InvalidManifest(f"{source}: {where}: {reason}", path=where) from None
+    except msgspec.DecodeError as exc:
+        raise InvalidManifest(f"{source}: {path}: not JSON: {exc}", path=path) from None
+    value = _JSON.decode(text)
+    try:
+        normal = normalize(value)
+    except InvalidManifest as exc:
+        where = path + exc.details.get("path", "$")[1:]  # type: ignore[index]
+        raise InvalidManifest(
+            f"{source}: {where}: {exc.detail.split(': ', 1)[-1]}", path=where
+        ) from None
+    tag: str = typed.__struct_config__.tag  # type: ignore[assignment]
+    if normal is value:
+        digest = sha256_digest(canonical_json(text, members=_IDENTITY))
+    else:
+        digest = spec_digest(normal)
+    return Checked(tag, digest, typed.metadata.name, normal)
 
 
 def is_bundle(value: Any) -> bool:

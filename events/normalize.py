@@ -62,6 +62,10 @@ def _utf16(value: str) -> bytes:
 
 
 def _normalize_latency(latency: dict[str, Any], path: str) -> dict[str, Any]:
+    if not any(isinstance(v, str) for v in latency.values()) and not any(
+        isinstance(v, str) for v in latency.get("confidence95", ())
+    ):
+        return latency  # already integers: nothing to do, and the value keeps its identity
     out = dict(latency)
     for name in _LATENCY_FIELDS:
         if name in out:
@@ -72,6 +76,11 @@ def _normalize_latency(latency: dict[str, Any], path: str) -> dict[str, Any]:
             for i, v in enumerate(out["confidence95"])
         ]
     return out
+
+
+def _as_set(values: list[str]) -> list[str]:
+    ordered = sorted(set(values), key=_utf16)
+    return values if ordered == values else ordered
 
 
 def normalize(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -90,11 +99,12 @@ def normalize(manifest: dict[str, Any]) -> dict[str, Any]:
         timing = spec.get("timing")
         if isinstance(timing, dict) and isinstance(timing.get("latencyNs"), dict):
             latency = _normalize_latency(timing["latencyNs"], "$.spec.timing.latencyNs")
-            spec = {**spec, "timing": {**timing, "latencyNs": latency}}
-            return {**manifest, "spec": spec}
+            if latency is not timing["latencyNs"]:
+                spec = {**spec, "timing": {**timing, "latencyNs": latency}}
+                return {**manifest, "spec": spec}
     elif kind == "BenchmarkProtocol":
         measurement = spec.get("measurement")
-        if isinstance(measurement, dict) and "warmupDuration" in measurement:
+        if isinstance(measurement, dict) and isinstance(measurement.get("warmupDuration"), str):
             warmup = duration_ns(
                 measurement["warmupDuration"], path="$.spec.measurement.warmupDuration"
             )
@@ -103,9 +113,10 @@ def normalize(manifest: dict[str, Any]) -> dict[str, Any]:
     elif kind == "ImplementationRevision":
         support = spec.get("support")
         if isinstance(support, dict):
-            support = {
-                key: sorted(set(value), key=_utf16) if key in _SET_LISTS else value
+            normal = {
+                key: _as_set(value) if key in _SET_LISTS else value
                 for key, value in support.items()
             }
-            return {**manifest, "spec": {**spec, "support": support}}
+            if any(normal[key] is not support[key] for key in support):
+                return {**manifest, "spec": {**spec, "support": normal}}
     return manifest

@@ -68,6 +68,7 @@ KINDS: dict[str, type[Manifest]] = {
 }
 
 _AT = re.compile(r" - at `(\$[^`]*)`$")
+ERROR_PATH = _AT  # where msgspec names the field in a validation message
 
 
 def validate(value: Any, *, source: str = "<manifest>", path: str = "$") -> AnyManifest:
@@ -100,6 +101,7 @@ def validate(value: Any, *, source: str = "<manifest>", path: str = "$") -> AnyM
 
 __all__ = [
     "API_VERSION",
+    "ERROR_PATH",
     "KINDS",
     "AnyManifest",
     "BenchmarkProtocol",

@@ -21,8 +21,7 @@ from typing import Any
 import msgspec
 import zstandard
 
-from events import check_manifest
-from events.documents import Checked
+from events.documents import Checked, check_manifest_json
 from events.errors import InvalidManifest
 from events.types import Origin, SourceRegistered
 from service.ingest.core import Plan, Rejected, RunItem
@@ -69,20 +68,46 @@ def _lines(f: SourceFile) -> Iterator[bytes]:
 
 
 class _Cache:
-    """Checks each shared manifest once (protocols and environments repeat hundreds of times)."""
+    """Checks each shared manifest once (protocols and environments repeat hundreds of times),
+    straight from its JSON text: validated while decoding, digested from the text."""
 
     def __init__(self, source: str) -> None:
         self.source = source
         self.by_bytes: dict[bytes, Checked] = {}
-        self.encoder = msgspec.json.Encoder()
 
-    def check(self, manifest: Any, where: str) -> Checked:
-        key = self.encoder.encode(manifest)
+    def check(self, manifest: msgspec.Raw, where: str) -> Checked:
+        key = bytes(manifest)
         found = self.by_bytes.get(key)
         if found is None:
-            found = check_manifest(manifest, source=self.source, path=where)
+            found = check_manifest_json(key, source=self.source, path=where)
             self.by_bytes[key] = found
         return found
+
+
+class _RunManifests(msgspec.Struct):
+    run: msgspec.Raw
+    protocol: msgspec.Raw
+    environment: msgspec.Raw
+
+
+class _Row(msgspec.Struct):
+    """The columns of a row the importer reads; the manifests stay JSON text until checked."""
+
+    id: str
+    manifest: msgspec.Raw = msgspec.Raw()  # empty when the row has none
+    operationId: str | None = None
+    projectId: str | None = None
+    workloadId: str | None = None
+    implementationId: str | None = None
+    sourceId: str | None = None
+    publishedAt: str | None = None
+    modelRevisionId: str | None = None
+    configurationId: str | None = None
+    stackRevisionId: str | None = None
+
+
+_ROW_TYPED = msgspec.json.Decoder(_Row)
+_RUN_MANIFESTS = msgspec.json.Decoder(_RunManifests)
 
 
 def plan(paths: list[Path]) -> Plan:
@@ -99,30 +124,38 @@ def plan(paths: list[Path]) -> Plan:
 
 def _plan_file(f: SourceFile, out: Plan) -> None:
     source_name = str(f.path)
-    tables: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    raw: dict[str, list[msgspec.Raw]] = defaultdict(list)
     for number, line in enumerate(_lines(f), start=1):
         if not line.strip():
             continue
         try:
-            item = _LINE.decode(line)
-            if item.table in _TABLES:
-                tables[item.table].append(_ROW.decode(item.row))
+            entry = _LINE.decode(line)
         except msgspec.DecodeError as exc:
             raise InvalidManifest(
                 f"{source_name}: line {number}: not a catalog line: {exc}"
             ) from None
-    if not tables.get("benchmark_runs") and not tables.get("serving_runs"):
+        if entry.table in _TABLES:
+            raw[entry.table].append(entry.row)
+    if not raw.get("benchmark_runs") and not raw.get("serving_runs"):
         raise InvalidManifest(
             f"{source_name}: no benchmark_runs or serving_runs: not a KernelIndex catalog export"
         )
+    try:
+        source_rows: list[dict[str, Any]] = [_ROW.decode(r) for r in raw["sources"]]
+        tables = {
+            t: [_ROW_TYPED.decode(r) for r in rows] for t, rows in raw.items() if t != "sources"
+        }
+    except msgspec.DecodeError as exc:
+        raise InvalidManifest(f"{source_name}: a row is not a catalog row: {exc}") from None
+    tables = defaultdict(list, tables)
     cache = _Cache(source_name)
-    sources = {r["id"]: r for r in tables["sources"]}
-    for row in tables["sources"]:
-        policy = row.get("policy") or {}
+    slugs = {r["id"]: r["slug"] for r in source_rows}
+    for source_row in source_rows:
+        policy = source_row.get("policy") or {}
         out.sources.append(
             SourceRegistered(
-                source=row["slug"],
-                name=row["name"],
+                source=source_row["slug"],
+                name=source_row["name"],
                 url=policy.get("url"),
                 license=policy.get("license"),
                 notice=policy.get("attribution")
@@ -130,10 +163,9 @@ def _plan_file(f: SourceFile, out: Plan) -> None:
             )
         )
 
-    def origin(row: dict[str, Any], external: str | None) -> Origin:
-        slug = sources.get(row.get("sourceId", ""), {}).get("slug", "kernelindex")
+    def origin(row: _Row, external: str | None) -> Origin:
         return Origin(
-            source=slug,
+            source=slugs.get(row.sourceId or "", "kernelindex"),
             importer=IMPORTER,
             importerVersion=VERSION,
             snapshotDigest=f.digest,
@@ -141,132 +173,107 @@ def _plan_file(f: SourceFile, out: Plan) -> None:
             path=f.path.name,
         )
 
-    def checked(rows: list[dict[str, Any]], table: str) -> dict[str, Checked]:
+    def reject(table: str, row: _Row, reason: str) -> None:
+        out.rejected.append(Rejected(f.path.name, f"{table} {row.id}", reason))
+
+    def checked(table: str) -> dict[str, Checked]:
         found: dict[str, Checked] = {}
-        for row in rows:
+        for row in tables[table]:
+            if not row.manifest:
+                reject(table, row, "the row has no manifest")
+                continue
             try:
-                found[row["id"]] = cache.check(row["manifest"], f"{table}[{row['id']}].manifest")
+                found[row.id] = cache.check(row.manifest, f"{table}[{row.id}].manifest")
             except InvalidManifest as exc:
-                out.rejected.append(Rejected(f.path.name, f"{table} {row['id']}", exc.detail))
+                reject(table, row, exc.detail)
         return found
 
-    operations = checked(tables["operations"], "operations")
-    workloads = checked(tables["workloads"], "workloads")
-    implementations = checked(tables["implementations"], "implementations")
-    projects = checked(tables["projects"], "projects")
-    workload_operation = {r["id"]: r["operationId"] for r in tables["workloads"]}
-    implementation_project = {r["id"]: r.get("projectId") for r in tables["implementations"]}
-    used_projects: set[str] = set()
-    used_operations: set[str] = set()
+    def run_item(row: _Row, run: Checked, given: dict[str, Checked]) -> RunItem:
+        external = run.manifest["spec"].get("sourceNative", {}).get("externalId")
+        item_origin = origin(row, external)
+        aliases = [f"kernelindex:{row.id}"]
+        if external:
+            aliases.append(f"{item_origin.source}:{external}")
+        return RunItem(
+            run=run,
+            given=given,
+            origin=item_origin,
+            aliases=tuple(aliases),
+            publishedAt=row.publishedAt,
+        )
+
+    operations, workloads = checked("operations"), checked("workloads")
+    implementations, projects = checked("implementations"), checked("projects")
+    workload_operation = {r.id: r.operationId for r in tables["workloads"]}
+    implementation_project = {r.id: r.projectId for r in tables["implementations"]}
+    used: set[str] = set()
     for row in tables["benchmark_runs"]:
-        manifests = row["manifest"]
-        where = f"benchmark_runs[{row['id']}].manifest"
+        where = f"benchmark_runs[{row.id}].manifest"
         try:
-            run = cache.check(manifests["run"], f"{where}.run")
+            if not row.manifest:
+                raise InvalidManifest("the row has no manifest")
+            parts = _RUN_MANIFESTS.decode(row.manifest)
+            run = cache.check(parts.run, f"{where}.run")
             given = {
-                "protocol": cache.check(manifests["protocol"], f"{where}.protocol"),
-                "environment": cache.check(manifests["environment"], f"{where}.environment"),
+                "protocol": cache.check(parts.protocol, f"{where}.protocol"),
+                "environment": cache.check(parts.environment, f"{where}.environment"),
             }
-        except (InvalidManifest, KeyError, TypeError) as exc:
-            out.rejected.append(Rejected(f.path.name, f"benchmark_runs {row['id']}", str(exc)))
+        except InvalidManifest as exc:
+            reject("benchmark_runs", row, exc.detail)
             continue
-        workload = workloads.get(row.get("workloadId", ""))
+        except msgspec.DecodeError as exc:
+            reject("benchmark_runs", row, f"{where}: {exc}")
+            continue
+        workload = workloads.get(row.workloadId or "")
         if workload is not None:
             given["workload"] = workload
-            operation_id = workload_operation.get(row["workloadId"], "")
+            operation_id = workload_operation.get(row.workloadId or "") or ""
             if operation_id in operations:
                 given["operation"] = operations[operation_id]
-                used_operations.add(operation_id)
-        implementation = implementations.get(row.get("implementationId", ""))
+                used.add(operation_id)
+        implementation = implementations.get(row.implementationId or "")
         if implementation is not None:
             given["implementation"] = implementation
-            project_id = implementation_project.get(row["implementationId"])
+            project_id = implementation_project.get(row.implementationId or "") or ""
             if project_id in projects:
                 given["project"] = projects[project_id]
-                used_projects.add(project_id)
-        native = run.manifest["spec"].get("sourceNative", {})
-        external = native.get("externalId")
-        item_origin = origin(row, external)
-        aliases = [f"kernelindex:{row['id']}"]
-        if external:
-            aliases.append(f"{item_origin.source}:{external}")
-        out.runs.append(
-            RunItem(
-                run=run,
-                given=given,
-                origin=item_origin,
-                aliases=tuple(aliases),
-                publishedAt=row.get("publishedAt"),
-            )
-        )
-    _serving(tables, f, out, cache, origin)
-    for table, found, used in (
-        ("projects", projects, used_projects),
-        ("operations", operations, used_operations),
-    ):
-        for row_id, c in found.items():
-            if row_id not in used:
-                out.manifests.append(
-                    (
-                        c,
-                        Origin(
-                            source="kernelindex",
-                            importer=IMPORTER,
-                            importerVersion=VERSION,
-                            snapshotDigest=f.digest,
-                            externalId=f"{table}/{row_id}",
-                            path=f.path.name,
-                        ),
-                    )
-                )
-
-
-def _serving(
-    tables: dict[str, list[dict[str, Any]]], f: SourceFile, out: Plan, cache: _Cache, origin: Any
-) -> None:
-    def by_id(table: str) -> dict[str, Checked]:
-        found = {}
-        for row in tables[table]:
-            try:
-                found[row["id"]] = cache.check(row["manifest"], f"{table}[{row['id']}].manifest")
-            except InvalidManifest as exc:
-                out.rejected.append(Rejected(f.path.name, f"{table} {row['id']}", exc.detail))
-        return found
-
-    models = by_id("model_revisions")
-    stacks = by_id("serving_stack_revisions")
-    configurations = by_id("serving_configurations")
-    workloads = by_id("serving_workloads")
-    stack_of = {r["id"]: r.get("stackRevisionId") for r in tables["serving_configurations"]}
+                used.add(project_id)
+        out.runs.append(run_item(row, run, given))
+    models, stacks = checked("model_revisions"), checked("serving_stack_revisions")
+    configurations, serving_workloads = (
+        checked("serving_configurations"),
+        checked("serving_workloads"),
+    )
+    stack_of = {r.id: r.stackRevisionId for r in tables["serving_configurations"]}
     for row in tables["serving_runs"]:
         try:
-            run = cache.check(row["manifest"], f"serving_runs[{row['id']}].manifest")
+            if not row.manifest:
+                raise InvalidManifest("the row has no manifest")
+            run = cache.check(row.manifest, f"serving_runs[{row.id}].manifest")
         except InvalidManifest as exc:
-            out.rejected.append(Rejected(f.path.name, f"serving_runs {row['id']}", exc.detail))
+            reject("serving_runs", row, exc.detail)
             continue
-        given: dict[str, Checked] = {}
-        for role, table, key in (
-            ("model", models, "modelRevisionId"),
-            ("configuration", configurations, "configurationId"),
-            ("workload", workloads, "workloadId"),
+        given = {}
+        for role, found, ref in (
+            ("model", models, row.modelRevisionId),
+            ("configuration", configurations, row.configurationId),
+            ("workload", serving_workloads, row.workloadId),
         ):
-            if row.get(key) in table:
-                given[role] = table[row[key]]
-        stack_id = stack_of.get(row.get("configurationId", ""))
+            if ref in found:
+                given[role] = found[ref]
+        stack_id = stack_of.get(row.configurationId or "")
         if stack_id in stacks:
             given["stack"] = stacks[stack_id]
-        native = run.manifest["spec"].get("sourceNative", {})
-        external = native.get("externalId")
-        item_origin = origin(row, external)
-        aliases = [f"kernelindex:{row['id']}"]
-        if external:
-            aliases.append(f"{item_origin.source}:{external}")
-        out.runs.append(
-            RunItem(
-                run=run,
-                given=given,
-                origin=item_origin,
-                aliases=tuple(aliases),
-                publishedAt=row.get("publishedAt"),
-            )
-        )
+        out.runs.append(run_item(row, run, given))
+    for table, found in (("projects", projects), ("operations", operations)):
+        for row_id, c in found.items():
+            if row_id not in used:
+                unreferenced = Origin(
+                    source="kernelindex",
+                    importer=IMPORTER,
+                    importerVersion=VERSION,
+                    snapshotDigest=f.digest,
+                    externalId=f"{table}/{row_id}",
+                    path=f.path.name,
+                )
+                out.manifests.append((c, unreferenced))

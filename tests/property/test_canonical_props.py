@@ -12,7 +12,7 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from events.canonical import canonical_bytes
+from events.canonical import canonical_bytes, canonical_json
 from events.errors import CanonicalizationError
 
 _MAX = 2**53 - 1
@@ -70,3 +70,25 @@ def test_stable_under_key_order_and_reencoding(value: Any, seed: int) -> None:
         return
     assert canonical_bytes(_shuffled(value, random.Random(seed))) == once
     assert canonical_bytes(json.loads(once)) == once
+
+
+@settings(max_examples=300)
+@given(json_values, st.sampled_from([None, 1, 2]))
+def test_canonical_json_from_text_equals_reference(value: Any, indent: int | None) -> None:
+    try:
+        want = rfc8785.dumps(value)
+    except rfc8785.CanonicalizationError:
+        return
+    text = json.dumps(value, indent=indent, ensure_ascii=bool(indent == 2)).encode()
+    assert canonical_json(text) == want
+
+
+@settings(max_examples=100)
+@given(st.dictionaries(st.sampled_from(["apiVersion", "kind", "spec", "metadata", "x"]), json_values, max_size=5))
+def test_canonical_json_of_members(value: dict[str, Any]) -> None:
+    chosen = {k: v for k, v in value.items() if k in ("apiVersion", "kind", "spec")}
+    try:
+        want = rfc8785.dumps(chosen)
+    except rfc8785.CanonicalizationError:
+        return
+    assert canonical_json(json.dumps(value).encode(), members=("apiVersion", "kind", "spec")) == want
