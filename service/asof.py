@@ -19,7 +19,9 @@ def resolve_as_of(store: LogStore, text: str | None) -> int | None:
     return parse_as_of(text, size=store.refresh, at_instant=store.seq_at_or_before)
 
 
-def parse_as_of(text: str | None, *, size: Callable[[], int], at_instant: Callable[[str], int]) -> int | None:
+def parse_as_of(
+    text: str | None, *, size: Callable[[], int], at_instant: Callable[[str], int]
+) -> int | None:
     """The tree size ``text`` names (None for "now").
 
     A non-negative integer is a tree size (at most the log's size); an RFC 3339 instant (or a

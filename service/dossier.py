@@ -168,7 +168,13 @@ def _history(conn: sqlite3.Connection, view: RunView, as_of: int | None) -> list
 
 
 def build_dossier(
-    conn: sqlite3.Connection, digest: str, as_of: int | None, *, size: int, base: str = ""
+    conn: sqlite3.Connection,
+    digest: str,
+    as_of: int | None,
+    *,
+    size: int,
+    base: str = "",
+    standings: queries.StandingsCache | None = None,
 ) -> Dossier | None:
     """The dossier of run ``digest`` as of tree size ``as_of`` (None: now, which is ``size``)."""
     view = queries.run_view(conn, digest, as_of)
@@ -190,7 +196,7 @@ def build_dossier(
         if view.implementationDigest
         else None
     )
-    ranked = queries.rank_of(conn, view, as_of)
+    ranked = queries.rank_of(conn, view, as_of, standings)
     group = view.group_key
     short = short_id(digest)
     manifest: dict[str, Any] = {"run": run}

@@ -44,7 +44,10 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    with Ledger.open(args.data) as ledger, Progress(f"ingest {args.source}: entries written") as bar:
+    with (
+        Ledger.open(args.data) as ledger,
+        Progress(f"ingest {args.source}: entries written") as bar,
+    ):
         result, rejected = run_import(
             ledger, args.source, args.paths, skip_invalid=args.skip_invalid, progress=bar.advance
         )

@@ -56,7 +56,9 @@ def _wrk(url: str, paths: list[str], script_dir: Path) -> tuple[float, float]:
     )
     out = subprocess.run(
         ["wrk", "-t1", f"-c{CONNECTIONS}", f"-d{DURATION}s", "--latency", "-s", str(script), url],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
     p99_text = re.search(r"99%\s+([\d.]+)(us|ms|s)", out)
@@ -73,22 +75,53 @@ def main() -> None:
         print("http (issue 6): skipped: wrk is not installed (apt-get install wrk)")
         return
     catalog = corpus(*CATALOG)
-    print(f"http (issue 6): wrk -t1 -c{CONNECTIONS} -d{DURATION}s on loopback, one uvicorn worker each")
+    print(
+        f"http (issue 6): wrk -t1 -c{CONNECTIONS} -d{DURATION}s on loopback, one uvicorn worker each"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"
         ledger, _ = init_data_dir(data)
         with ledger:
             run_import(ledger, "kernelindex-catalog", [catalog])
             run_import(ledger, "manifest", [shared_file("seed-manifest.json")])
-            digests = [r[0] for r in ledger.store.connection.execute(
-                "SELECT run_digest FROM p_runs WHERE valid_to IS NULL ORDER BY run_digest LIMIT 1000")]
+            digests = [
+                r[0]
+                for r in ledger.store.connection.execute(
+                    "SELECT run_digest FROM p_runs WHERE valid_to IS NULL ORDER BY run_digest LIMIT 1000"
+                )
+            ]
         ours, hello = _port(), _port()
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        server = subprocess.Popen([str(Path(sys.executable).parent / "benchproof"), "serve", "--data", str(data),
-                                   "--port", str(ours)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-        peer = subprocess.Popen([sys.executable, "-m", "uvicorn", "tests.bench.hello_app:app", "--port", str(hello),
-                                 "--log-level", "warning", "--no-access-log"], cwd=ROOT, env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        server = subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "benchproof"),
+                "serve",
+                "--data",
+                str(data),
+                "--port",
+                str(ours),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        peer = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "tests.bench.hello_app:app",
+                "--port",
+                str(hello),
+                "--log-level",
+                "warning",
+                "--no-access-log",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             _wait(f"http://127.0.0.1:{ours}/healthz", server)
             _wait(f"http://127.0.0.1:{hello}/", peer)
@@ -102,8 +135,15 @@ def main() -> None:
                 proc.terminate()
                 proc.wait(10)
     line("litestar hello-world (peer)", hello_rps, "req/s", f"p99 {hello_p99:.1f} ms")
-    line("GET /v1/runs/{digest}, 1,000 runs rotating", run_rps, "req/s", f"p99 {run_p99:.1f} ms (target <= 20)")
+    line(
+        "GET /v1/runs/{digest}, 1,000 runs rotating",
+        run_rps,
+        "req/s",
+        f"p99 {run_p99:.1f} ms (target <= 20)",
+    )
     line("  ratio to hello-world (target >= 0.5)", run_rps / hello_rps, "x")
-    line("GET /runs/{shortId} dossier page, 1,000 runs", page_rps, "req/s", f"p99 {page_p99:.1f} ms")
+    line(
+        "GET /runs/{shortId} dossier page, 1,000 runs", page_rps, "req/s", f"p99 {page_p99:.1f} ms"
+    )
     line("  ratio to hello-world", page_rps / hello_rps, "x")
     line("GET /v1/runs/{digest}, one hot run", hot_rps, "req/s", f"p99 {hot_p99:.1f} ms")

@@ -42,10 +42,26 @@ def _events(n: int, seed: int = 5, start: int = 0) -> list[StoredEntry]:
         manifests = {role: c.manifest for role, c in parts.items()}
         manifests["run"] = {**run, "spec": spec}
         base = ingest_event(parts)
-        event = RunIngested(runDigest=digest, kind="BenchmarkRun", manifests=manifests, origin=base.origin,
-                            aliases=[f"synthetic:run-{seq}"])
-        out.append(StoredEntry(seq, "2026-11-30T00:00:00.000Z", "run.ingested.v1", digest,
-                               "application/vnd.benchproof.event+json", b"", f"sha256:{seq:064x}", "k", event))
+        event = RunIngested(
+            runDigest=digest,
+            kind="BenchmarkRun",
+            manifests=manifests,
+            origin=base.origin,
+            aliases=[f"synthetic:run-{seq}"],
+        )
+        out.append(
+            StoredEntry(
+                seq,
+                "2026-11-30T00:00:00.000Z",
+                "run.ingested.v1",
+                digest,
+                "application/vnd.benchproof.event+json",
+                b"",
+                f"sha256:{seq:064x}",
+                "k",
+                event,
+            )
+        )
     return out
 
 
@@ -66,7 +82,11 @@ def replay_bench() -> None:
         m.rebuild(iter(entries))
         conn.execute("COMMIT")
         elapsed = time.perf_counter() - t0
-    line(f"replay of {REPLAY_N:,} run.ingested entries (target >= 30,000)", REPLAY_N / elapsed, "entries/s")
+    line(
+        f"replay of {REPLAY_N:,} run.ingested entries (target >= 30,000)",
+        REPLAY_N / elapsed,
+        "entries/s",
+    )
 
 
 def lookup_bench(n: int) -> tuple[float, float]:
@@ -103,4 +123,6 @@ def main() -> None:
         line(f"runs show (resolve + dossier) at {n:,} runs: p99 (target <= 1 ms)", p99, "ms")
     if len(results) > 1:
         small, big = min(results), max(results)
-        line(f"  p99 ratio {big:,} / {small:,} runs (flat = 1.0)", results[big] / results[small], "x")
+        line(
+            f"  p99 ratio {big:,} / {small:,} runs (flat = 1.0)", results[big] / results[small], "x"
+        )

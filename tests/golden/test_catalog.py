@@ -98,9 +98,17 @@ def test_checking_from_json_text_gives_the_same_digests(catalog: Tables) -> None
 
     encoder = msgspec.json.Encoder()
     manifests = [r["manifest"]["run"] for r in catalog["benchmark_runs"]]
-    manifests += [r["manifest"] for table in ("workloads", "implementations", "operations", "serving_runs") for r in catalog[table]]
+    manifests += [
+        r["manifest"]
+        for table in ("workloads", "implementations", "operations", "serving_runs")
+        for r in catalog[table]
+    ]
     for manifest in manifests:
         from_value = check_manifest(manifest, source="v")
         from_text = check_manifest_json(encoder.encode(manifest), source="t")
-        assert (from_text.digest, from_text.kind, from_text.name) == (from_value.digest, from_value.kind, from_value.name)
+        assert (from_text.digest, from_text.kind, from_text.name) == (
+            from_value.digest,
+            from_value.kind,
+            from_value.name,
+        )
         assert from_text.manifest == from_value.manifest

@@ -84,11 +84,17 @@ def test_canonical_json_from_text_equals_reference(value: Any, indent: int | Non
 
 
 @settings(max_examples=100)
-@given(st.dictionaries(st.sampled_from(["apiVersion", "kind", "spec", "metadata", "x"]), json_values, max_size=5))
+@given(
+    st.dictionaries(
+        st.sampled_from(["apiVersion", "kind", "spec", "metadata", "x"]), json_values, max_size=5
+    )
+)
 def test_canonical_json_of_members(value: dict[str, Any]) -> None:
     chosen = {k: v for k, v in value.items() if k in ("apiVersion", "kind", "spec")}
     try:
         want = rfc8785.dumps(chosen)
     except rfc8785.CanonicalizationError:
         return
-    assert canonical_json(json.dumps(value).encode(), members=("apiVersion", "kind", "spec")) == want
+    assert (
+        canonical_json(json.dumps(value).encode(), members=("apiVersion", "kind", "spec")) == want
+    )

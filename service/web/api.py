@@ -1,0 +1,439 @@
+"""The JSON API under ``/v1``. Handlers parse, call one read or command, and shape the answer;
+every read takes ``asOf`` (a tree size or an RFC 3339 instant of the log's recording time)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any
+
+import msgspec
+from litestar import Request, Response, get, post
+from litestar.params import FromPath, FromQuery, QueryParameter, RawBody
+
+from events.errors import ProofError
+from projections import queries
+from projections.errors import UnknownRun
+from service.asof import parse_as_of
+from service.dossier import Dossier, build_dossier, short_id
+from service.errors import UsageError
+from service.ingest.api import SOURCES, run_import
+from service.ingest.core import IngestResult
+from service.web.deps import LedgerDep, ReaderDep, TokensDep
+from service.web.problems import Unauthorized
+from service.web.reads import Reader, etag_of
+
+__all__ = ["API_HANDLERS"]
+
+_ENC = msgspec.json.Encoder()
+JSON = "application/json"
+AsOf = Annotated[
+    str | None,
+    QueryParameter(name="asOf", description="a tree size or an RFC 3339 instant", required=False),
+]
+
+
+class RunSummary(msgspec.Struct, frozen=True, omit_defaults=True):
+    runDigest: str
+    shortId: str
+    kind: str
+    name: str
+    status: str
+    source: str
+    evidenceLevel: str
+    observedAt: str
+    title: str | None = None
+    comparisonKey: str | None = None
+    cohortKey: str | None = None
+    primaryValue: float | None = None
+    primaryUnit: str | None = None
+    metricKey: str | None = None
+    hardware: str | None = None
+    externalId: str | None = None
+
+
+class RunPage(msgspec.Struct, frozen=True):
+    items: list[RunSummary]
+    asOf: int
+    next: str | None = None
+
+
+class Ranked(msgspec.Struct, frozen=True):
+    rank: int
+    run: RunSummary
+
+
+class GroupPage(msgspec.Struct, frozen=True):
+    group: queries.GroupSummary
+    runs: list[Ranked]
+    asOf: int
+
+
+class Comparison(msgspec.Struct, frozen=True, omit_defaults=True):
+    runs: list[RunSummary]
+    comparable: bool
+    fields: dict[str, list[str | None]]
+    asOf: int
+    firstMismatch: str | None = None
+
+
+class Proof(msgspec.Struct, frozen=True):
+    index: int
+    treeSize: int
+    hashes: list[str]
+
+
+class ConsistencyProof(msgspec.Struct, frozen=True):
+    oldSize: int
+    newSize: int
+    hashes: list[str]
+
+
+class LeafItem(msgspec.Struct, frozen=True):
+    index: int
+    leaf: str
+
+
+class Entries(msgspec.Struct, frozen=True):
+    entries: list[LeafItem]
+    treeSize: int
+
+
+class Health(msgspec.Struct, frozen=True):
+    status: str
+    treeSize: int
+    origin: str
+
+
+def summary(view: Any) -> RunSummary:
+    return RunSummary(
+        runDigest=view.runDigest,
+        shortId=short_id(view.runDigest),
+        kind=view.kind,
+        name=view.name,
+        status=view.status,
+        source=view.source,
+        evidenceLevel=view.evidenceLevel,
+        observedAt=view.observedAt,
+        title=view.title,
+        comparisonKey=view.comparisonKey,
+        cohortKey=view.cohortKey,
+        primaryValue=view.primaryValue,
+        primaryUnit=view.primaryUnit,
+        metricKey=view.metricKey,
+        hardware=view.hardware,
+        externalId=view.externalId,
+    )
+
+
+def as_of(reader: Reader, text: str | None) -> int | None:
+    return parse_as_of(text, size=reader.size, at_instant=lambda i: _at_instant(reader, i))
+
+
+def _at_instant(reader: Reader, instant: str) -> int:
+    row = reader.conn.execute(
+        "SELECT max(seq) FROM entries WHERE recorded_at <= ?", (instant,)
+    ).fetchone()
+    return 0 if row[0] is None else int(row[0]) + 1
+
+
+def respond(
+    request: Request[Any, Any, Any], body: bytes, etag: str, *, pinned: bool, media_type: str = JSON
+) -> Response[bytes]:
+    """A cacheable read: ETag always; reads pinned to a tree size never change."""
+    cache = "public, max-age=86400, immutable" if pinned else "no-cache"
+    headers = {"ETag": etag, "Cache-Control": cache}
+    if request.headers.get("if-none-match") == etag:
+        return Response(content=b"", status_code=304, headers=headers, media_type=media_type)
+    return Response(content=body, headers=headers, media_type=media_type)
+
+
+def resolve(reader: Reader, ref: str, at: int | None) -> str:
+    """A run digest from any reference; unknown (malformed included) is 404, ambiguous 300."""
+    return queries.resolve_run(reader.conn, ref, at)
+
+
+@get("/healthz", tags=["service"])
+async def healthz(reader: ReaderDep) -> Health:
+    """Liveness and the log size."""
+    return Health("ok", reader.size(), reader.store.origin)
+
+
+@get("/v1/runs/{ref:path}", tags=["runs"])
+async def run_show(
+    request: Request[Any, Any, Any], reader: ReaderDep, ref: FromPath[str], as_of_text: AsOf = None
+) -> Response[Dossier]:
+    """A run's dossier (DESIGN.md §8). ``ref``: short id, ``sha256:`` digest, ``kernelindex:<uuid>``
+    or ``<source>:<externalId>`` (external ids may hold ``/``: KernelBot's ``submission/N``).
+    404 if nothing matches, 300 with the candidates if an alias names several runs.
+
+    Two sub-resources share this route: ``…/manifest`` (the canonical manifest bundle {run,
+    protocol, environment} as recorded) and ``…/history`` (every change to the run: the entry
+    that made it, when, and the evidence level after it)."""
+    ref = ref.lstrip("/")
+    for suffix, part in (("/manifest", "manifest"), ("/history", "history")):
+        if ref.endswith(suffix):
+            return _run_part(request, reader, ref.removesuffix(suffix), part, as_of_text)  # type: ignore[return-value]
+    at = as_of(reader, as_of_text)
+    size = reader.size()
+    digest = resolve(reader, ref, at)
+
+    def make() -> bytes:
+        dossier = build_dossier(reader.conn, digest, at, size=size, standings=reader.standings)
+        if dossier is None:
+            raise UnknownRun(f"no run matches {ref!r}")
+        return _ENC.encode(dossier)
+
+    body, etag = reader.cached(("run", digest, at, size), make)
+    return respond(request, body, etag, pinned=at is not None)  # type: ignore[return-value]
+
+
+def _run_part(
+    request: Request[Any, Any, Any], reader: Reader, ref: str, part: str, as_of_text: str | None
+) -> Response[bytes]:
+    at = as_of(reader, as_of_text)
+    digest = resolve(reader, ref, at)
+    dossier = build_dossier(reader.conn, digest, at, size=reader.size(), standings=reader.standings)
+    if dossier is None:
+        raise UnknownRun(f"no run matches {ref!r}")
+    body = _ENC.encode(dossier.manifest if part == "manifest" else dossier.history)
+    return respond(request, body, etag_of(body), pinned=part == "manifest" or at is not None)
+
+
+@get("/v1/runs", tags=["runs"])
+async def runs_list(
+    request: Request[Any, Any, Any],
+    reader: ReaderDep,
+    as_of_text: AsOf = None,
+    comparison_key: Annotated[
+        str | None, QueryParameter(name="comparisonKey", required=False)
+    ] = None,
+    source: FromQuery[str | None] = None,
+    evidence: Annotated[str | None, QueryParameter(name="evidenceLevel", required=False)] = None,
+    hardware: FromQuery[str | None] = None,
+    after: Annotated[
+        str | None, QueryParameter(description="keyset cursor: the last runDigest seen")
+    ] = None,
+    limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
+) -> Response[RunPage]:
+    """Runs ordered by digest, a page at a time (``next`` is the cursor for ``after``)."""
+    at = as_of(reader, as_of_text)
+    views = list(
+        queries.list_runs(
+            reader.conn,
+            at,
+            group_key=comparison_key,
+            source=source,
+            evidence=evidence,
+            hardware=hardware,
+            after=after,
+            limit=limit + 1,
+        )
+    )
+    more = len(views) > limit
+    items = [summary(v) for v in views[:limit]]
+    page = RunPage(
+        items, reader.size() if at is None else at, items[-1].runDigest if more else None
+    )
+    body = _ENC.encode(page)
+    return respond(request, body, etag_of(body), pinned=at is not None)  # type: ignore[return-value]
+
+
+@get("/v1/groups/{key:str}", tags=["groups"])
+async def group_show(
+    request: Request[Any, Any, Any], reader: ReaderDep, key: FromPath[str], as_of_text: AsOf = None
+) -> Response[GroupPage]:
+    """A comparison group (or serving cohort) and its ranked runs, best first."""
+    at = as_of(reader, as_of_text)
+    group = queries.group(reader.conn, key, at)
+    ranked = [Ranked(r, summary(v)) for r, v in queries.ranked_members(reader.conn, key, at)]
+    body = _ENC.encode(GroupPage(group, ranked, reader.size() if at is None else at))
+    return respond(request, body, etag_of(body), pinned=at is not None)  # type: ignore[return-value]
+
+
+@get("/v1/groups/{key:str}/history", tags=["groups"])
+async def group_history(
+    request: Request[Any, Any, Any], reader: ReaderDep, key: FromPath[str], as_of_text: AsOf = None
+) -> Response[list[Any]]:
+    """The group's leader changes (ranking-v1), oldest first."""
+    at = as_of(reader, as_of_text)
+    queries.group(reader.conn, key, at)  # 404 for an unknown group
+    body = _ENC.encode(list(queries.leader_history(reader.conn, key, at)))
+    return respond(request, body, etag_of(body), pinned=at is not None)  # type: ignore[return-value]
+
+
+_COMPARED = (
+    "kind",
+    "operationDigest",
+    "workloadDigest",
+    "protocolKey",
+    "environmentKey",
+    "correctnessKey",
+    "metricKey",
+)
+
+
+def compare_runs(reader: Reader, runs: str, at: int | None) -> Comparison:
+    """Compare the runs ``runs`` names (2 to 8 references, comma-separated) field by field.
+
+    The first material mismatch is the first part of the comparison key that differs (or is
+    missing); runs with none are comparable (one comparison group).
+
+    Raises:
+        UsageError: fewer than 2 or more than 8 references.
+        UnknownRun, AmbiguousRun: a reference names no run, or several.
+    """
+    refs = [r for r in runs.split(",") if r.strip()]
+    if not 2 <= len(refs) <= 8:
+        raise UsageError(f"compare takes 2 to 8 runs, not {len(refs)}")
+    views = []
+    for ref in refs:
+        view = queries.run_view(reader.conn, resolve(reader, ref.strip(), at), at)
+        assert view is not None  # noqa: S101 - resolved just above
+        views.append(view)
+    fields = {f: [getattr(v, f) for v in views] for f in _COMPARED}
+    mismatch = next((f for f in _COMPARED if len(set(fields[f])) > 1 or None in fields[f]), None)
+    size = reader.size() if at is None else at
+    return Comparison([summary(v) for v in views], mismatch is None, fields, size, mismatch)
+
+
+@get("/v1/compare", tags=["runs"])
+async def compare(
+    request: Request[Any, Any, Any],
+    reader: ReaderDep,
+    runs: Annotated[str, QueryParameter(description="2 to 8 run references, comma-separated")],
+    as_of_text: AsOf = None,
+) -> Response[Comparison]:
+    """Compare runs field by field; name the first material mismatch (the first part of the
+    comparison key that differs), or say they are comparable (one comparison group)."""
+    at = as_of(reader, as_of_text)
+    body = _ENC.encode(compare_runs(reader, runs, at))
+    return respond(request, body, etag_of(body), pinned=at is not None)  # type: ignore[return-value]
+
+
+@get("/v1/log/checkpoint", tags=["log"], media_type="text/plain")
+async def log_checkpoint(reader: ReaderDep, ledger: LedgerDep) -> Response[bytes]:
+    """The latest signed checkpoint note (C2SP tlog-checkpoint), covering every committed entry."""
+    latest = ledger.store.latest_checkpoint()
+    if latest is None or latest[0] != ledger.store.refresh():
+        latest = ledger.store.publish_checkpoint(ledger.signers.sign_checkpoint, ledger.clock())
+    return Response(
+        content=latest[1],
+        media_type="text/plain; charset=utf-8",
+        headers={"Cache-Control": "no-cache"},
+    )
+
+
+@get("/v1/log/key", tags=["log"], media_type="text/plain")
+async def log_key(ledger: LedgerDep) -> Response[bytes]:
+    """The log's verifier key: C2SP vkey ``<origin>+<keyhash>+<base64>``."""
+    return Response(
+        content=ledger.signers.vkey.encode() + b"\n", media_type="text/plain; charset=utf-8"
+    )
+
+
+@get("/v1/log/entries", tags=["log"])
+async def log_entries(
+    reader: ReaderDep,
+    start: Annotated[int, QueryParameter(ge=0)] = 0,
+    end: Annotated[int | None, QueryParameter(ge=0)] = None,
+) -> Entries:
+    """Entries ``start <= index < end`` (at most 1000): base64 of the exact leaf bytes."""
+    import base64
+
+    size = reader.size()
+    stop = min(size if end is None else end, start + 1000, size)
+    rows = reader.conn.execute(
+        "SELECT seq, leaf FROM entries WHERE seq >= ? AND seq < ? ORDER BY seq", (start, stop)
+    )
+    return Entries(
+        [LeafItem(int(s), base64.b64encode(bytes(leaf)).decode()) for s, leaf in rows], size
+    )
+
+
+@get("/v1/log/proof/inclusion", tags=["log"])
+async def proof_inclusion(
+    ledger: LedgerDep,
+    index: Annotated[int, QueryParameter(ge=0)],
+    size: Annotated[int | None, QueryParameter(ge=1)] = None,
+) -> Proof:
+    """RFC 6962 inclusion proof of entry ``index`` in the tree of ``size`` (default: all)."""
+    import base64
+
+    tree = ledger.store.refresh() if size is None else size
+    try:
+        hashes = ledger.store.inclusion_proof(index, tree)
+    except ProofError as exc:
+        raise UsageError(exc.detail) from None
+    return Proof(index, tree, [base64.b64encode(h).decode() for h in hashes])
+
+
+@get("/v1/log/proof/consistency", tags=["log"])
+async def proof_consistency(
+    ledger: LedgerDep,
+    old: Annotated[int, QueryParameter(ge=1)],
+    new: Annotated[int, QueryParameter(ge=1)],
+) -> ConsistencyProof:
+    """RFC 6962 consistency proof from ``old`` to ``new`` entries."""
+    import base64
+
+    try:
+        hashes = ledger.store.consistency_proof(old, new)
+    except ProofError as exc:
+        raise UsageError(exc.detail) from None
+    return ConsistencyProof(old, new, [base64.b64encode(h).decode() for h in hashes])
+
+
+_SUFFIX = {
+    "json": ".json",
+    "yaml": ".yaml",
+    "x-yaml": ".yaml",
+    "csv": ".csv",
+    "zstd": ".jsonl.zst",
+    "x-ndjson": ".jsonl",
+    "jsonl": ".jsonl",
+}
+
+
+@post("/v1/ingest/{source:str}", tags=["operator"], sync_to_thread=True, status_code=200)
+def ingest(
+    request: Request[Any, Any, Any],
+    ledger: LedgerDep,
+    tokens: TokensDep,
+    source: FromPath[str],
+    body: RawBody,
+    filename: Annotated[
+        str | None, QueryParameter(description="the uploaded file's name (picks its format)")
+    ] = None,
+) -> IngestResult:
+    """Import one file of ``source`` into the log (operator token required: ``Authorization:
+    Bearer <token>``). Invalid input is refused whole (422, nothing appended)."""
+    auth = request.headers.get("authorization", "")
+    token = auth[7:].strip() if auth.lower().startswith("bearer ") else None
+    if tokens.check(token) is None:
+        raise Unauthorized("a valid operator token is required (Authorization: Bearer <token>)")
+    if source not in SOURCES:
+        raise UsageError(f"unknown source {source!r}; choose one of {', '.join(SOURCES)}")
+    media = request.headers.get("content-type", "application/json").split(";")[0].split("/")[-1]
+    name = Path(filename).name if filename else "upload" + _SUFFIX.get(media, ".json")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / name
+        path.write_bytes(body)
+        result, _ = run_import(ledger, source, [path])
+    return result
+
+
+API_HANDLERS = [
+    healthz,
+    run_show,
+    runs_list,
+    group_show,
+    group_history,
+    compare,
+    log_checkpoint,
+    log_key,
+    log_entries,
+    proof_inclusion,
+    proof_consistency,
+    ingest,
+]

@@ -1,0 +1,76 @@
+"""The composition root: ``create_app(settings)`` builds the real parts when not handed in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from litestar import Litestar
+from litestar.di import Provide
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import ScalarRenderPlugin
+from litestar.plugins.jinja import JinjaTemplateEngine
+from litestar.static_files import create_static_files_router
+from litestar.template.config import TemplateConfig
+
+from service.config import DataDir, Settings
+from service.ledger import Clock, Ledger, utcnow
+from service.logs import configure_logging
+from service.web import problems
+from service.web.api import API_HANDLERS
+from service.web.auth import TokenStore
+from service.web.middleware import RequestLog
+from service.web.reads import Reader
+
+__all__ = ["create_app"]
+
+HERE = Path(__file__).parent
+
+
+def create_app(
+    settings: Settings, *, ledger: Ledger | None = None, clock: Clock | None = None
+) -> Litestar:
+    """The litestar app over the data directory of ``settings`` (initialised beforehand)."""
+    configure_logging()
+    own = ledger is None
+    ledger = ledger if ledger is not None else Ledger.open(settings.data, clock=clock or utcnow)
+    reader = Reader(ledger.data.db, ledger.store)
+    tokens = TokenStore(DataDir(settings.data).tokens)
+    from service.web.pages import PAGE_HANDLERS  # the pages import the API's shapes
+
+    def on_shutdown() -> None:
+        if own:
+            ledger.close()
+
+    deps: dict[str, Any] = {
+        "reader": Provide(lambda: reader, use_cache=True, sync_to_thread=False),
+        "ledger": Provide(lambda: ledger, use_cache=True, sync_to_thread=False),
+        "tokens": Provide(lambda: tokens, use_cache=True, sync_to_thread=False),
+        "settings": Provide(lambda: settings, use_cache=True, sync_to_thread=False),
+    }
+    return Litestar(
+        route_handlers=[
+            *API_HANDLERS,
+            *PAGE_HANDLERS,
+            create_static_files_router("/static", [HERE / "static"]),
+        ],
+        dependencies=deps,
+        plugins=[problems.plugin()],
+        middleware=[RequestLog()],
+        request_max_body_size=settings.max_body_bytes,
+        template_config=TemplateConfig(directory=HERE / "templates", engine=JinjaTemplateEngine),
+        openapi_config=OpenAPIConfig(
+            title="Benchproof",
+            version="1",
+            description="A signed, event-sourced, offline-verifiable index of benchmark runs.",
+            path="/schema",
+            render_plugins=[ScalarRenderPlugin()],
+        ),
+        on_shutdown=[on_shutdown],
+        signature_namespace={
+            "Reader": Reader,
+            "Ledger": Ledger,
+            "TokenStore": TokenStore,
+            "Settings": Settings,
+        },
+    )

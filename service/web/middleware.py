@@ -1,0 +1,54 @@
+"""One canonical log line per request, with a request id (taken from ``X-Request-ID`` or new)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+import structlog
+from litestar.middleware import ASGIMiddleware
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+from service.logs import get_logger
+
+__all__ = ["RequestLog"]
+
+_log = get_logger("benchproof.http")
+
+
+class RequestLog(ASGIMiddleware):
+    """Binds ``request_id`` for the request's logs and writes one line when it ends."""
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
+        headers = dict(scope.get("headers", []))
+        request_id = headers.get(b"x-request-id", b"").decode("latin-1")[:64] or uuid.uuid4().hex
+        structlog.contextvars.clear_contextvars()
+        structlog.contextvars.bind_contextvars(request_id=request_id)
+        start = time.perf_counter()
+        status = 500
+        size = 0
+
+        async def send_wrapper(message: Message) -> None:
+            nonlocal status, size
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message["headers"] = [
+                    *message.get("headers", []),
+                    (b"x-request-id", request_id.encode()),
+                ]
+            elif message["type"] == "http.response.body":
+                size += len(message.get("body", b""))
+            await send(message)
+
+        try:
+            await next_app(scope, receive, send_wrapper)
+        finally:
+            fields: dict[str, Any] = {
+                "method": scope.get("method"),
+                "path": scope.get("path"),
+                "status": status,
+                "bytes": size,
+                "ms": round((time.perf_counter() - start) * 1000, 3),
+            }
+            _log.info("http.request", **fields)

@@ -1,0 +1,127 @@
+"""Reads only the HTML pages need: the sources with their notices, a substring search over
+runs, the hardware on record and the newest log entries. Each answers as of a tree size."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import msgspec
+
+from projections.views import RunView
+
+__all__ = ["Entry", "Source", "hardware_names", "recent_entries", "search_runs", "sources"]
+
+_RUN = msgspec.json.Decoder(RunView)
+_FAR = 2**62
+_LIVE = "valid_from <= ? AND (valid_to IS NULL OR valid_to > ?)"
+
+
+def _at(as_of: int | None) -> int:
+    return _FAR if as_of is None else as_of
+
+
+class Source(msgspec.Struct, frozen=True):
+    """A registered source: its display name, where it publishes, its license and notice."""
+
+    source: str
+    name: str
+    url: str | None
+    license: str | None
+    notice: str | None
+    runs: int = 0
+
+
+def sources(conn: sqlite3.Connection, as_of: int | None = None) -> list[Source]:
+    """Every source registered at ``as_of``, with how many runs it had then."""
+    p = _at(as_of)
+    counts = dict(
+        conn.execute(
+            "SELECT source, count(*) FROM p_runs"
+            " WHERE valid_from <= ? AND (valid_to IS NULL OR valid_to > ?) GROUP BY source",
+            (p, p),
+        ).fetchall()
+    )
+    rows = conn.execute(
+        "SELECT source, name, url, license, notice FROM p_sources WHERE valid_from <= ? ORDER BY name",
+        (p,),
+    ).fetchall()
+    return [
+        Source(source, name, url, license_, notice, int(counts.get(source, 0)))
+        for source, name, url, license_, notice in rows
+    ]
+
+
+def hardware_names(conn: sqlite3.Connection, as_of: int | None = None) -> list[str]:
+    """The distinct accelerators the runs name."""
+    p = _at(as_of)
+    rows = conn.execute(
+        "SELECT DISTINCT hardware FROM p_runs WHERE hardware IS NOT NULL"
+        " AND valid_from <= ? AND (valid_to IS NULL OR valid_to > ?) ORDER BY hardware",
+        (p, p),
+    )
+    return [r[0] for r in rows]
+
+
+def _like(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def search_runs(
+    conn: sqlite3.Connection,
+    as_of: int | None = None,
+    *,
+    text: str | None = None,
+    source: str | None = None,
+    hardware: str | None = None,
+    after: str | None = None,
+    limit: int = 50,
+) -> list[RunView]:
+    """Runs whose name, title or benchmark contains ``text`` (case-insensitive), of ``source``
+    on ``hardware``, ordered by digest after the keyset cursor ``after``; at most ``limit``."""
+    p = _at(as_of)
+    clauses = [_LIVE]
+    params: list[Any] = [p, p]
+    if source:
+        clauses.append("source = ?")
+        params.append(source)
+    if hardware:
+        clauses.append("hardware = ?")
+        params.append(hardware)
+    if after:
+        clauses.append("run_digest > ?")
+        params.append(after)
+    if text:
+        # The views are stored as JSON bytes; SQLite's JSON functions read text only.
+        fields = ("$.name", "$.title", "$.benchmark")
+        clauses.append(
+            "("
+            + " OR ".join(
+                f"json_extract(CAST(view AS TEXT), '{f}') LIKE ? ESCAPE '\\'" for f in fields
+            )
+            + ")"
+        )
+        params += [_like(text)] * len(fields)
+    where = " AND ".join(clauses)
+    sql = f"SELECT view FROM p_runs WHERE {where} ORDER BY run_digest LIMIT ?"  # noqa: S608 - fixed fragments only; values are bound
+    params.append(limit)
+    return [_RUN.decode(r[0]) for r in conn.execute(sql, params)]
+
+
+class Entry(msgspec.Struct, frozen=True):
+    """One log entry as the log page lists it."""
+
+    index: int
+    type: str
+    subject: str
+    recordedAt: str
+
+
+def recent_entries(conn: sqlite3.Connection, size: int, count: int = 20) -> list[Entry]:
+    """The last ``count`` entries of a tree of ``size`` entries, newest first."""
+    rows = conn.execute(
+        "SELECT seq, type, subject, recorded_at FROM entries WHERE seq < ? ORDER BY seq DESC LIMIT ?",
+        (size, count),
+    )
+    return [Entry(int(s), t, sub, at) for s, t, sub, at in rows]

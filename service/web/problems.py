@@ -1,0 +1,126 @@
+"""RFC 9457 problem details, in one place: every error the app raises is mapped here.
+
+Domain packages know nothing of HTTP; this table gives each error root (and the few subclasses
+that need another status) a problem type, a title and a status. 5xx answers carry a generic
+detail only (RFC 9457's security considerations).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from litestar.exceptions import HTTPException, ValidationException
+from litestar.plugins.problem_details import (
+    ProblemDetailsConfig,
+    ProblemDetailsException,
+    ProblemDetailsPlugin,
+)
+
+from events.errors import CanonicalizationError, EventError, InvalidManifest, LogError, ProofError
+from keys import KeyringError, UnknownKey, VerificationError
+from projections.errors import AmbiguousRun, BadAsOf, ProjectionError, UnknownGroup, UnknownRun
+from service.errors import InvalidInput, NotFound, ServiceError, UsageError
+
+__all__ = ["BASE", "Unauthorized", "plugin", "to_problem"]
+
+BASE = "https://benchproof.dev/problems"
+
+
+class Unauthorized(ServiceError):
+    """A write without a valid operator token."""
+
+
+class TooLarge(ServiceError):
+    """A request body over the documented limit."""
+
+
+class ProblemSpec(msgspec.Struct, frozen=True):
+    type_uri: str
+    title: str
+    status: int
+
+
+PROBLEMS: dict[type[Exception], ProblemSpec] = {
+    UnknownRun: ProblemSpec(f"{BASE}/unknown-run", "No run matches this reference", 404),
+    AmbiguousRun: ProblemSpec(f"{BASE}/ambiguous-run", "The reference names several runs", 300),
+    UnknownGroup: ProblemSpec(f"{BASE}/unknown-group", "No comparison group has this key", 404),
+    BadAsOf: ProblemSpec(f"{BASE}/bad-as-of", "asOf is not a tree size or an instant", 400),
+    ProjectionError: ProblemSpec(f"{BASE}/projection-error", "The view could not be read", 500),
+    InvalidManifest: ProblemSpec(f"{BASE}/invalid-manifest", "The manifest is invalid", 422),
+    CanonicalizationError: ProblemSpec(f"{BASE}/invalid-manifest", "The manifest is invalid", 422),
+    ProofError: ProblemSpec(f"{BASE}/invalid-proof-request", "No such proof", 400),
+    LogError: ProblemSpec(f"{BASE}/log-error", "The log refused the request", 400),
+    EventError: ProblemSpec(f"{BASE}/invalid-event", "The event is invalid", 422),
+    UnknownKey: ProblemSpec(f"{BASE}/unknown-key", "Signing key is not known", 422),
+    VerificationError: ProblemSpec(
+        f"{BASE}/verification-failed", "The signature does not verify", 422
+    ),
+    KeyringError: ProblemSpec(f"{BASE}/key-error", "Key error", 422),
+    Unauthorized: ProblemSpec(f"{BASE}/unauthorized", "A valid operator token is required", 401),
+    TooLarge: ProblemSpec(f"{BASE}/too-large", "The request body is too large", 413),
+    NotFound: ProblemSpec(f"{BASE}/not-found", "Not found", 404),
+    InvalidInput: ProblemSpec(f"{BASE}/invalid-input", "The input was refused", 422),
+    UsageError: ProblemSpec(f"{BASE}/bad-request", "The request is malformed", 400),
+    ServiceError: ProblemSpec(f"{BASE}/service-error", "The request failed", 500),
+}
+FALLBACK = ProblemSpec("about:blank", "Internal Server Error", 500)
+
+
+def _jsonable(value: object) -> Any:
+    return msgspec.to_builtins(value, str_keys=True)
+
+
+def to_problem(exc: Exception) -> ProblemDetailsException:
+    """The problem details of a domain error (looked up along its class hierarchy)."""
+    spec = next((PROBLEMS[c] for c in type(exc).__mro__ if c in PROBLEMS), FALLBACK)
+    detail = getattr(exc, "detail", str(exc))
+    details = getattr(exc, "details", {})
+    if spec.status >= 500:
+        return ProblemDetailsException(
+            type_=spec.type_uri,
+            title=spec.title,
+            status_code=spec.status,
+            detail="Internal error; see the server log for the request id.",
+        )
+    return ProblemDetailsException(
+        type_=spec.type_uri,
+        title=spec.title,
+        status_code=spec.status,
+        detail=detail,
+        extra=_jsonable(details) if details else None,
+    )
+
+
+def invalid_request(exc: ValidationException) -> ProblemDetailsException:
+    """A request that failed litestar's own validation (parameters, body shape)."""
+    return ProblemDetailsException(
+        type_=f"{BASE}/invalid-request",
+        title="The request is invalid",
+        status_code=400,
+        detail=exc.detail,
+        extra={"errors": _jsonable(exc.extra)} if exc.extra else None,
+    )
+
+
+def http_problem(exc: HTTPException) -> ProblemDetailsException:
+    """Litestar's own HTTP errors (404 for an unknown path, 405, 413...) as problem details."""
+    titles = {404: "Not found", 405: "Method not allowed", 413: "The request body is too large"}
+    return ProblemDetailsException(
+        type_=f"{BASE}/http-{exc.status_code}",
+        title=titles.get(exc.status_code, "HTTP error"),
+        status_code=exc.status_code,
+        detail=exc.detail,
+        headers=exc.headers,
+    )
+
+
+def plugin() -> ProblemDetailsPlugin:
+    roots: tuple[type[Exception], ...] = (EventError, KeyringError, ProjectionError, ServiceError)
+    mapping: dict[type[Exception], Any] = {root: to_problem for root in roots}
+    mapping[ValidationException] = invalid_request
+    return ProblemDetailsPlugin(
+        ProblemDetailsConfig(
+            enable_for_all_http_exceptions=True, exception_to_problem_detail_map=mapping
+        )
+    )

@@ -1,0 +1,63 @@
+"""Reads for the HTTP layer: one SQLite connection per thread on the data directory, and a
+small cache of encoded responses keyed by the log size (any append changes the key)."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+
+from events.store import LogStore
+from projections import queries
+
+__all__ = ["Reader", "etag_of"]
+
+
+def etag_of(body: bytes) -> str:
+    """A strong ETag: the first 128 bits of the body's SHA-256."""
+    return '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+
+
+class Reader:
+    """Read access to the projections and the log for request handlers."""
+
+    def __init__(self, db: Path, store: LogStore, *, cache_size: int = 8192) -> None:
+        self.db = db
+        self.store = store
+        self._local = threading.local()
+        self._cache: OrderedDict[tuple[object, ...], tuple[bytes, str]] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+        self.standings: queries.StandingsCache = {}
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, check_same_thread=False)
+            conn.execute("PRAGMA query_only = ON")
+            self._local.conn = conn
+        return conn
+
+    def size(self) -> int:
+        """The committed log size, as the projections have applied it."""
+        row = self.conn.execute("SELECT position FROM p_state WHERE projection = 'all'").fetchone()
+        return 0 if row is None else int(row[0])
+
+    def cached(self, key: tuple[object, ...], make: Callable[[], bytes]) -> tuple[bytes, str]:
+        """The encoded body (and its ETag) for ``key``, made once per key."""
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None:
+                self._cache.move_to_end(key)
+                return hit
+        body = make()
+        entry = (body, etag_of(body))
+        with self._lock:
+            self._cache[key] = entry
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return entry

@@ -1,0 +1,156 @@
+"""A real ``benchproof serve`` over the catalog and the seed run, and headless Chromium.
+
+The data directory is built once per session with the console script (init, the KernelIndex
+catalog, the seed manifest). Chromium is Debian's (``/usr/bin/chromium``), driven by Playwright
+with the flags a closed network needs (``BENCHPROOF_CHROMIUM`` names another binary). Without
+it the tests are skipped, unless ``BENCHPROOF_REQUIRE_BROWSER=1`` (then they fail).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.corpora import corpus, shared_file
+
+CHROMIUM = Path(os.environ.get("BENCHPROOF_CHROMIUM", "/usr/bin/chromium"))
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SCRIPT = Path(sys.executable).parent / "benchproof"
+SCREENSHOTS = Path(__file__).parent / "screenshots"
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1280, "height": 900}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _bp(*args: object) -> None:
+    done = subprocess.run(
+        [str(SCRIPT), *map(str, args)], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, f"benchproof {args[0]} failed: {done.stderr[-2000:]}"
+
+
+class Server:
+    """The served app: its base URL and a JSON getter for the API."""
+
+    def __init__(self, base: str, data: Path) -> None:
+        self.base = base
+        self.data = data
+
+    def json(self, path: str) -> Any:
+        """GET ``path`` and decode the JSON body (an HTTP error status raises)."""
+        with urllib.request.urlopen(self.base + path, timeout=10) as response:
+            return json.load(response)
+
+    def status(self, path: str) -> int:
+        """The HTTP status of GET ``path``."""
+        try:
+            with urllib.request.urlopen(self.base + path, timeout=10) as response:
+                return int(response.status)
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    catalog = corpus("kernelindex-catalog-2026-08-16")
+    seed = shared_file("seed-manifest.json")
+    data = tmp_path_factory.mktemp("browser") / "data"
+    _bp("init", "--data", data)
+    _bp("ingest", "kernelindex-catalog", catalog, "--data", data)
+    _bp("ingest", "manifest", seed, "--data", data)
+    port = _free_port()
+    log = (data.parent / "serve.log").open("w")
+    proc = subprocess.Popen(
+        [str(SCRIPT), "serve", "--data", str(data), "--port", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(base + "/healthz", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(
+                    "benchproof serve did not come up: "
+                    + (data.parent / "serve.log").read_text()[-2000:]
+                )
+            time.sleep(0.1)
+        yield Server(base, data)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    if not CHROMIUM.exists():
+        message = f"{CHROMIUM} is missing: the browser tests need Debian's chromium"
+        if os.environ.get("BENCHPROOF_REQUIRE_BROWSER") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport=DESKTOP)
+    tab = context.new_page()
+    yield tab
+    context.close()
+
+
+@pytest.fixture(scope="session")
+def shoot(browser: Any) -> Any:
+    """``shoot(url, name)``: full-page screenshots at phone and desktop sizes."""
+    SCREENSHOTS.mkdir(exist_ok=True)
+
+    def take(url: str, name: str) -> None:
+        for label, size in (("phone", PHONE), ("desktop", DESKTOP)):
+            context = browser.new_context(viewport=size, java_script_enabled=False)
+            tab = context.new_page()
+            response = tab.goto(url)
+            assert response is not None and response.status == 200, url
+            tab.screenshot(path=str(SCREENSHOTS / f"{name}-{label}.png"), full_page=True)
+            context.close()
+
+    return take
