@@ -227,7 +227,6 @@ def _standings(
     return found
 
 
-
 def current_size(conn: sqlite3.Connection) -> int:
     """The tree size the projections have applied."""
     row = conn.execute("SELECT position FROM p_state WHERE projection = 'all'").fetchone()
@@ -235,7 +234,10 @@ def current_size(conn: sqlite3.Connection) -> int:
 
 
 def rank_of(
-    conn: sqlite3.Connection, view: RunView, as_of: int | None = None, cache: StandingsCache | None = None
+    conn: sqlite3.Connection,
+    view: RunView,
+    as_of: int | None = None,
+    cache: StandingsCache | None = None,
 ) -> Ranked | None:
     """Dense rank of an eligible run in its group (ties only on equal values); ``cache`` keeps
     group standings between calls on the same database."""
