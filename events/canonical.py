@@ -188,7 +188,10 @@ def canonical_bytes(value: Any) -> bytes:
     return _ENCODER.encode(_prepare(value))
 
 
-_SUPPLEMENTARY = re.compile(rb"[\xf0-\xf7]")  # lead bytes of 4-byte UTF-8: code points >= U+10000
+# A character beyond the BMP, written as 4-byte UTF-8 or as an escaped surrogate (\uD83D...):
+# where code-point order and UTF-16 order part.
+_SUPPLEMENTARY = re.compile(rb"[\xf0-\xf7]|\\u[dD][89abAB]")
+
 _JSON = msgspec.json.Decoder()
 
 

@@ -139,3 +139,14 @@ def test_refuses_what_json_cannot_hold(bad: Any) -> None:
 def test_digest_is_sha256_of_canonical_bytes() -> None:
     value = {"b": [1, 2.5, "x"], "a": None}
     assert digest(value) == "sha256:" + hashlib.sha256(b'{"a":null,"b":[1,2.5,"x"]}').hexdigest()
+
+
+def test_escaped_supplementary_keys_sort_by_utf16_units() -> None:
+    # Found by hypothesis: U+10000 written as the escape pair \ud800\udc00 must still sort after
+    # U+E000, as UTF-16 units order them.
+    from events.canonical import canonical_json
+
+    text = b'{"apiVersion": {"\\ue000": null, "\\ud800\\udc00": null}}'
+    value = json.loads(text)
+    assert canonical_json(text) == rfc8785.dumps(value)
+    assert canonical_json(text, members=("apiVersion",)) == rfc8785.dumps(value)
