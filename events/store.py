@@ -35,7 +35,7 @@ from events.merkle import (
     subtree_hash,
 )
 
-__all__ = ["Appended", "LogStore", "format_instant"]
+__all__ = ["Appended", "LogStore", "format_instant", "node_id", "size_at_instant"]
 
 SCHEMA_VERSION = 1
 
@@ -68,12 +68,9 @@ CREATE TABLE IF NOT EXISTS entries (
     leaf_hash BLOB NOT NULL,
     leaf BLOB NOT NULL
 );
-CREATE INDEX IF NOT EXISTS entries_recorded_at ON entries (recorded_at);
 CREATE TABLE IF NOT EXISTS tree_nodes (
-    level INTEGER NOT NULL,
-    idx INTEGER NOT NULL,
-    hash BLOB NOT NULL,
-    PRIMARY KEY (level, idx)
+    id INTEGER PRIMARY KEY,  -- level << 40 | index: one integer key, no second index to keep
+    hash BLOB NOT NULL
 );
 CREATE TABLE IF NOT EXISTS checkpoints (
     size INTEGER PRIMARY KEY,
@@ -82,6 +79,26 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     note BLOB NOT NULL
 );
 """
+
+
+def node_id(level: int, index: int) -> int:
+    """The key of a perfect subtree in ``tree_nodes``: ``level << 40 | index``."""
+    return level << 40 | index
+
+
+def size_at_instant(conn: sqlite3.Connection, instant: str) -> int:
+    """The tree size when the log had recorded everything up to ``instant``. Recording times
+    never decrease along the log, so this is a binary search over positions."""
+    row = conn.execute("SELECT max(seq) FROM entries").fetchone()
+    lo, hi = 0, 0 if row[0] is None else int(row[0]) + 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        (at,) = conn.execute("SELECT recorded_at FROM entries WHERE seq = ?", (mid,)).fetchone()
+        if at <= instant:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 def format_instant(when: datetime) -> str:
@@ -175,7 +192,7 @@ class LogStore:
             ).fetchone()
         else:
             row = self._conn.execute(
-                "SELECT hash FROM tree_nodes WHERE level = ? AND idx = ?", (level, index)
+                "SELECT hash FROM tree_nodes WHERE id = ?", (node_id(level, index),)
             ).fetchone()
         if row is None:
             raise LogError(f"tree node ({level}, {index}) is not stored")
@@ -248,10 +265,7 @@ class LogStore:
 
     def seq_at_or_before(self, instant: str) -> int:
         """The tree size as it stood at ``instant`` (entries recorded at or before it)."""
-        row = self._conn.execute(
-            "SELECT max(seq) FROM entries WHERE recorded_at <= ?", (instant,)
-        ).fetchone()
-        return 0 if row[0] is None else int(row[0]) + 1
+        return size_at_instant(self._conn, instant)
 
     def find(self, digests: Sequence[str]) -> dict[str, int]:
         """The positions of entries whose payload digests are among ``digests``."""
@@ -291,32 +305,42 @@ class LogStore:
             LogError: the batch could not be committed (nothing of it was).
         """
         digests = [payload_digest(p.payload, p.payload_type, p.signer) for p in pending]
+        conn = self._conn
         with self._lock:
-            known = self.find(digests)
-            first: dict[str, int] = {}
-            for i, d in enumerate(digests):
-                if d not in known and d not in first:
-                    first[d] = i
-            appended: set[str] = set()
-            if first:
-                todo = list(first.values())
-                appended = self._commit(
-                    [pending[i] for i in todo],
-                    [digests[i] for i in todo],
-                    sign,
-                    sign_checkpoint,
-                    signer_of,
-                    now,
-                    project,
-                    known,
-                    progress,
-                )
+            # Look for what the log holds under the write lock, once: no other writer can slip
+            # an entry in between the look and the write.
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                known = self.find(digests)
+                first: dict[str, int] = {}
+                for i, d in enumerate(digests):
+                    if d not in known and d not in first:
+                        first[d] = i
+                appended: set[str] = set()
+                if first:
+                    todo = list(first.values())
+                    appended = self._write(
+                        [pending[i] for i in todo],
+                        [digests[i] for i in todo],
+                        sign,
+                        sign_checkpoint,
+                        signer_of,
+                        now,
+                        project,
+                        known,
+                        progress,
+                    )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                self._edge = self._load_edge()
+                raise
             return [
                 Appended(known[d], d in appended and first.get(d) == i, d)
                 for i, d in enumerate(digests)
             ]
 
-    def _commit(
+    def _write(
         self,
         items: list[Pending],
         digests: list[str],
@@ -328,74 +352,63 @@ class LogStore:
         known: dict[str, int],
         progress: Callable[[int], None] | None = None,
     ) -> set[str]:
-        """Write the batch; fill ``known`` with every position; return the digests appended."""
+        """Write the batch inside the caller's transaction; fill ``known`` with every position;
+        return the digests appended. The caller commits (or rolls back and reloads the edge)."""
         conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            # Another writer may have appended since we looked: re-check under the lock.
-            raced = self.find(digests)
-            known.update(raced)
-            if self._stored_size() != self._edge.size:
-                self._edge = self._load_edge()
-            last = conn.execute("SELECT max(recorded_at) FROM entries").fetchone()[0]
-            recorded_at = max(format_instant(now), last or "")
-            keep = [(item, d) for item, d in zip(items, digests, strict=True) if d not in raced]
-            chunks = [keep[i : i + CHUNK] for i in range(0, len(keep), CHUNK)]
-            to_sign = [[item for item, _ in chunk if item.envelope is None] for chunk in chunks]
-            edge, appended = self._edge, set[str]()
-            for chunk, envelopes in zip(chunks, sign(to_sign), strict=True):
-                signed = iter(envelopes)
-                rows, nodes, stored = [], [], []
-                for item, digest in chunk:
-                    envelope = item.envelope if item.envelope is not None else next(signed)
-                    seq = edge.size
-                    leaf = encode_leaf(seq, recorded_at, item.type, item.subject, envelope)
-                    lh = leaf_hash(leaf)
-                    for level, index, h in edge.append(lh):
-                        if level:
-                            nodes.append((level, index, h))
-                    rows.append((seq, recorded_at, item.type, item.subject, digest, lh, leaf))
-                    known[digest] = seq
-                    stored.append(
-                        StoredEntry(
-                            seq,
-                            recorded_at,
-                            item.type,
-                            item.subject,
-                            item.payload_type,
-                            item.payload,
-                            digest,
-                            signer_of(envelope),
-                            item.decoded,
-                        )
-                    )
-                conn.executemany(
-                    "INSERT INTO entries (seq, recorded_at, type, subject, payload_digest, leaf_hash, leaf)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    rows,
-                )
-                conn.executemany(
-                    "INSERT INTO tree_nodes (level, idx, hash) VALUES (?, ?, ?)", nodes
-                )
-                if project is not None:
-                    project(conn, stored)
-                appended.update(e.payload_digest for e in stored)
-                if progress is not None:
-                    progress(len(chunk))
-            if appended:
-                root = edge.root()
-                note = sign_checkpoint(checkpoint_body(self.origin, edge.size, root))
-                conn.execute(
-                    "INSERT INTO checkpoints (size, root, signed_at, note) VALUES (?, ?, ?, ?)",
-                    (edge.size, root, recorded_at, note),
-                )
-            conn.execute("COMMIT")
-            self._edge = edge
-            return appended
-        except BaseException:
-            conn.execute("ROLLBACK")
+        if self._stored_size() != self._edge.size:
             self._edge = self._load_edge()
-            raise
+        last = conn.execute("SELECT recorded_at FROM entries ORDER BY seq DESC LIMIT 1").fetchone()
+        recorded_at = max(format_instant(now), last[0] if last else "")
+        keep = list(zip(items, digests, strict=True))
+        chunks = [keep[i : i + CHUNK] for i in range(0, len(keep), CHUNK)]
+        to_sign = [[item for item, _ in chunk if item.envelope is None] for chunk in chunks]
+        edge, appended = self._edge, set[str]()
+        for chunk, envelopes in zip(chunks, sign(to_sign), strict=True):
+            signed = iter(envelopes)
+            rows, nodes, stored = [], [], []
+            for item, digest in chunk:
+                envelope = item.envelope if item.envelope is not None else next(signed)
+                seq = edge.size
+                leaf = encode_leaf(seq, recorded_at, item.type, item.subject, envelope)
+                lh = leaf_hash(leaf)
+                for level, index, h in edge.append(lh):
+                    if level:
+                        nodes.append((node_id(level, index), h))
+                rows.append((seq, recorded_at, item.type, item.subject, digest, lh, leaf))
+                known[digest] = seq
+                stored.append(
+                    StoredEntry(
+                        seq,
+                        recorded_at,
+                        item.type,
+                        item.subject,
+                        item.payload_type,
+                        item.payload,
+                        digest,
+                        signer_of(envelope),
+                        item.decoded,
+                    )
+                )
+            conn.executemany(
+                "INSERT INTO entries (seq, recorded_at, type, subject, payload_digest, leaf_hash, leaf)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            conn.executemany("INSERT INTO tree_nodes (id, hash) VALUES (?, ?)", nodes)
+            if project is not None:
+                project(conn, stored)
+            appended.update(e.payload_digest for e in stored)
+            if progress is not None:
+                progress(len(chunk))
+        if appended:
+            root = edge.root()
+            note = sign_checkpoint(checkpoint_body(self.origin, edge.size, root))
+            conn.execute(
+                "INSERT INTO checkpoints (size, root, signed_at, note) VALUES (?, ?, ?, ?)",
+                (edge.size, root, recorded_at, note),
+            )
+        self._edge = edge
+        return appended
 
     def publish_checkpoint(self, sign_checkpoint: NoteSigner, now: datetime) -> tuple[int, bytes]:
         """Sign a checkpoint for the current size if the latest one is behind (or absent), and

@@ -16,7 +16,7 @@ import base64
 import binascii
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import msgspec
@@ -25,6 +25,7 @@ from events.checkpoints import parse_checkpoint_body
 from events.entries import EVENT_PAYLOAD_TYPE, INTOTO_PAYLOAD_TYPE, Entry, payload_digest
 from events.errors import EventError, LogError
 from events.merkle import CompactRange, leaf_hash
+from events.store import node_id
 from events.types import EVENT_DECODER, KeyRegistered, KeyRevoked, KeyRotated
 from keys import KeyringError, NoteVerifier, VerifyingKey, open_note, pae
 from projections.keyring import KeyView, fold_keys
@@ -83,6 +84,62 @@ def _rows(conn: sqlite3.Connection) -> Iterator[tuple[int, str, str, str, str, b
     )
 
 
+Task = tuple[int, VerifyingKey | None, str, str, str, str, str, str, bytes, bytes]
+"""(position, key or None when the entry is already refused, signature b64, payload b64,
+payload type, entry type, stored digest, signer, leaf, stored leaf hash)"""
+
+
+def _check_entries(part: Sequence[Task]) -> tuple[list[tuple[int, str]], list[bytes]]:
+    """The per-entry checks that need no state, on the pool's threads (the Ed25519 check
+    releases the GIL) so they overlap with the sequential reading; and each leaf's hash, for
+    the tree the caller grows in order."""
+    failed = []
+    hashes = []
+    for seq, public, sig64, payload64, ptype, etype, digest, signer, leaf, stored in part:
+        lh = leaf_hash(leaf)
+        hashes.append(lh)
+        if stored != lh:
+            failed.append((seq, f"entry {seq}: the stored leaf hash does not match the leaf bytes"))
+        if public is None:
+            continue
+        try:
+            payload = binascii.a2b_base64(payload64, strict_mode=True)
+            sig = binascii.a2b_base64(sig64, strict_mode=True)
+        except binascii.Error:
+            failed.append((seq, f"entry {seq}: the payload or signature is not base64"))
+            continue
+        if payload_digest(payload, ptype, signer) != digest:
+            failed.append(
+                (seq, f"entry {seq}: the stored payload digest does not match the payload")
+            )
+        reason = _payload_problem(seq, ptype, etype, payload)
+        if reason is not None:
+            failed.append((seq, reason))
+            continue
+        try:
+            public.verify(sig, pae(ptype, payload))
+        except KeyringError:
+            failed.append((seq, f"entry {seq}: the signature does not verify"))
+    return failed, hashes
+
+
+def _payload_problem(seq: int, ptype: str, etype: str, payload: bytes) -> str | None:
+    """Why the payload cannot be what the entry says it is, if it cannot."""
+    if ptype == EVENT_PAYLOAD_TYPE:
+        try:
+            tag = _TYPE.decode(payload).type
+        except msgspec.DecodeError:
+            return f"entry {seq}: the payload is not an event"
+        return (
+            None
+            if tag == etype
+            else f"entry {seq}: the entry says {etype} but the payload is {tag}"
+        )
+    if ptype == INTOTO_PAYLOAD_TYPE and etype in ALLOWED:
+        return None
+    return f"entry {seq}: payload type {ptype!r} cannot carry {etype}"
+
+
 class _Checker:
     def __init__(self, conn: sqlite3.Connection, report: VerifyReport) -> None:
         self.conn = conn
@@ -91,8 +148,7 @@ class _Checker:
         self.publics: dict[str, VerifyingKey] = {}
         self.edge = CompactRange()
         self.nodes = {
-            (level, idx): bytes(h)
-            for level, idx, h in conn.execute("SELECT level, idx, hash FROM tree_nodes")
+            int(node): bytes(h) for node, h in conn.execute("SELECT id, hash FROM tree_nodes")
         }
         self.checkpoint_roots: dict[int, bytes] = {
             int(size): bytes(root)
@@ -101,6 +157,7 @@ class _Checker:
         self.roots: dict[int, bytes] = {}
         self.last_recorded = ""
         self.pool = ThreadPoolExecutor(2, thread_name_prefix="verify")
+        self.pending: list[Future[tuple[list[tuple[int, str]], list[bytes]]]] = []
 
     def bad(self, position: int, reason: str) -> None:
         self.report.findings.append(Finding(position, reason))
@@ -108,7 +165,7 @@ class _Checker:
     # (1)-(4) per entry; signatures are gathered and checked a chunk at a time.
     def run(self) -> None:
         expected = 0
-        chunk: list[tuple[int, VerifyingKey, bytes, bytes]] = []
+        chunk: list[Task] = []
         for seq, recorded_at, type_, subject, digest, stored_hash, leaf_value in _rows(self.conn):
             leaf = bytes(leaf_value)
             if seq != expected:
@@ -116,22 +173,18 @@ class _Checker:
                 break
 
             expected += 1
-            lh = leaf_hash(leaf)
-            self._grow(seq, lh)
-            if bytes(stored_hash) != lh:
-                self.bad(seq, f"entry {seq}: the stored leaf hash does not match the leaf bytes")
             task = self._entry(seq, leaf, (recorded_at, type_, subject, digest))
-            if task is not None:
-                chunk.append(task)
+            if task is None:  # refused already: only its leaf hash is still to check
+                task = (seq, None, "", "", "", "", "", "", b"", b"")
+            chunk.append((*task[:8], leaf, bytes(stored_hash)))
             if len(chunk) >= CHUNK:
                 self._signatures(chunk)
                 chunk = []
         self._signatures(chunk)
+        self.finish()
         self.report.entries = expected
 
-    def _entry(
-        self, seq: int, leaf: bytes, columns: tuple[str, str, str, str]
-    ) -> tuple[int, VerifyingKey, bytes, bytes] | None:
+    def _entry(self, seq: int, leaf: bytes, columns: tuple[str, str, str, str]) -> Task | None:
         try:
             entry = _ENTRY.decode(leaf)
         except msgspec.DecodeError as exc:
@@ -148,63 +201,57 @@ class _Checker:
             self.bad(seq, f"entry {seq}: recorded before the entry that precedes it")
         self.last_recorded = max(self.last_recorded, entry.recordedAt)
         env = entry.envelope
-        try:
-            payload = binascii.a2b_base64(env.payload, strict_mode=True)
-        except binascii.Error:
-            self.bad(seq, f"entry {seq}: the payload is not base64")
-            return None
-        signer = env.signatures[0].keyid if env.signatures else ""
-        if payload_digest(payload, env.payloadType, signer) != digest:
-            self.bad(seq, f"entry {seq}: the stored payload digest does not match the payload")
-        if not self._payload(seq, entry, payload):
-            return None
         if not env.signatures:
             self.bad(seq, f"entry {seq}: the envelope has no signature")
             return None
         keyid = env.signatures[0].keyid
+        if seq == 0 or entry.type.startswith("key."):
+            if not self._key_entry(seq, entry, keyid):
+                return None
+        else:
+            key = self.keys.get(keyid)
+            if key is None or not key.valid_at(seq):
+                reason = f"signed by key {keyid[:16]}…, which is not valid at this position"
+                self.bad(seq, f"entry {seq}: {reason}")
+                return None
+            if key.role not in ALLOWED.get(entry.type, _INDEX):
+                self.bad(seq, f"entry {seq}: a {key.role} key may not write {entry.type}")
+                return None
+        public = self.publics.get(keyid)
+        if public is None:
+            return None
+        sig = env.signatures[0].sig
+        return (seq, public, sig, env.payload, env.payloadType, entry.type, digest, keyid, b"", b"")
+
+    def _key_entry(self, seq: int, entry: Entry, keyid: str) -> bool:
+        """The genesis entry and key events: checked here, in order, because every later
+        signature depends on them."""
+        try:
+            payload = binascii.a2b_base64(entry.envelope.payload, strict_mode=True)
+        except binascii.Error:
+            self.bad(seq, f"entry {seq}: the payload is not base64")
+            return False
+        problem = _payload_problem(seq, entry.envelope.payloadType, entry.type, payload)
+        if problem is not None:
+            self.bad(seq, problem)
+            return False
         key = self.keys.get(keyid)
         if seq == 0:
-            key = self._genesis(entry, payload)
-            if key is None:
-                return None
+            if self._genesis(entry, payload) is None:
+                return False
         elif self._self_registration(entry, payload, keyid):
             pass  # proof of possession: the new community key signs its own registration
         elif key is None or not key.valid_at(seq):
             reason = f"signed by key {keyid[:16]}…, which is not valid at this position"
             self.bad(seq, f"entry {seq}: {reason}")
-            return None
+            return False
         elif key.role not in ALLOWED.get(entry.type, _INDEX) and not self._own_key_event(
             entry, payload, keyid
         ):
             self.bad(seq, f"entry {seq}: a {key.role} key may not write {entry.type}")
-            return None
+            return False
         self._apply_key_event(seq, entry, payload)
-        try:
-            sig = base64.b64decode(env.signatures[0].sig, validate=True)
-        except binascii.Error:
-            self.bad(seq, f"entry {seq}: the signature is not base64")
-            return None
-        public = self.publics.get(keyid)
-        if public is None:
-            return None
-        return seq, public, sig, pae(env.payloadType, payload)
-
-    def _payload(self, seq: int, entry: Entry, payload: bytes) -> bool:
-        ptype = entry.envelope.payloadType
-        if ptype == EVENT_PAYLOAD_TYPE:
-            try:
-                tag = _TYPE.decode(payload).type
-            except msgspec.DecodeError:
-                self.bad(seq, f"entry {seq}: the payload is not an event")
-                return False
-            if tag != entry.type:
-                self.bad(seq, f"entry {seq}: the entry says {entry.type} but the payload is {tag}")
-                return False
-            return True
-        if ptype == INTOTO_PAYLOAD_TYPE and entry.type in ALLOWED:
-            return True
-        self.bad(seq, f"entry {seq}: payload type {ptype!r} cannot carry {entry.type}")
-        return False
+        return True
 
     def _genesis(self, entry: Entry, payload: bytes) -> KeyView | None:
         try:
@@ -260,28 +307,33 @@ class _Checker:
                     continue
                 self.publics[key_id] = public
 
-    def _signatures(self, tasks: Sequence[tuple[int, VerifyingKey, bytes, bytes]]) -> None:
+    def _signatures(self, tasks: Sequence[Task]) -> None:
+        """Hand a chunk of signature checks to the pool and go on reading: the checks (which
+        release the GIL) overlap with the sequential work. At most a few chunks are in flight."""
         if not tasks:
             return
-
-        def check(part: Sequence[tuple[int, VerifyingKey, bytes, bytes]]) -> list[int]:
-            failed = []
-            for seq, public, sig, message in part:
-                try:
-                    public.verify(sig, message)
-                except KeyringError:
-                    failed.append(seq)
-            return failed
-
         half = (len(tasks) + 1) // 2
-        for failed in self.pool.map(check, [tasks[:half], tasks[half:]]):
-            for seq in failed:
-                self.bad(seq, f"entry {seq}: the signature does not verify")
+        for part in (tasks[:half], tasks[half:]):
+            self.pending.append(self.pool.submit(_check_entries, part))
+        while len(self.pending) > 4:
+            self._collect(self.pending.pop(0))
+
+    def _collect(self, future: Future[tuple[list[tuple[int, str]], list[bytes]]]) -> None:
+        failed, hashes = future.result()
+        for seq, reason in failed:
+            self.bad(seq, reason)
+        for lh in hashes:
+            self._grow(self.edge.size, lh)
+
+    def finish(self) -> None:
+        """Wait for every signature check still in flight."""
+        while self.pending:
+            self._collect(self.pending.pop(0))
 
     # (5) the tree, grown leaf by leaf and compared with the stored nodes and checkpoints.
     def _grow(self, seq: int, lh: bytes) -> None:
         for level, index, h in self.edge.append(lh):
-            if level and self.nodes.get((level, index)) != h:
+            if level and self.nodes.get(node_id(level, index)) != h:
                 self.bad(
                     seq, f"entry {seq}: stored tree node ({level}, {index}) is wrong or missing"
                 )

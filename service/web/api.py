@@ -12,6 +12,7 @@ from litestar import Request, Response, get, post
 from litestar.params import FromPath, FromQuery, QueryParameter, RawBody
 
 from events.errors import ProofError
+from events.store import size_at_instant
 from projections import queries
 from projections.errors import UnknownRun
 from service.asof import parse_as_of
@@ -131,10 +132,7 @@ def as_of(reader: Reader, text: str | None) -> int | None:
 
 
 def _at_instant(reader: Reader, instant: str) -> int:
-    row = reader.conn.execute(
-        "SELECT max(seq) FROM entries WHERE recorded_at <= ?", (instant,)
-    ).fetchone()
-    return 0 if row[0] is None else int(row[0]) + 1
+    return size_at_instant(reader.conn, instant)
 
 
 def respond(

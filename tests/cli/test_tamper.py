@@ -128,7 +128,7 @@ def test_an_untouched_log_verifies(bp: Runner, pristine: Path) -> None:
 
 def test_tampering_a_stored_tree_node_is_caught(bp: Runner, pristine: Path, tmp_path: Path) -> None:
     data, conn = _copy(pristine, tmp_path)
-    conn.execute("UPDATE tree_nodes SET hash = zeroblob(32) WHERE level = 1 AND idx = 0")
+    conn.execute("UPDATE tree_nodes SET hash = zeroblob(32) WHERE id = ?", (1 << 40,))
     conn.close()
     out = bp("verify", "--data", data)
     assert out.returncode == 1
