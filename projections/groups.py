@@ -11,12 +11,13 @@ known then). On the KernelIndex catalog this reproduces its 2,948 ``record_event
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 
 import msgspec
 
 from projections.views import Direction, GroupView, LeaderChange, Member
 
-__all__ = ["MemberChange", "fold_group", "leader_history"]
+__all__ = ["MemberChange", "apply_change", "fold_group", "leader_history"]
 
 POLICY = "ranking-v1"
 
@@ -82,21 +83,26 @@ def _with_new_member(
     )
 
 
-def fold_group(group: GroupView, change: MemberChange) -> GroupView:
-    """The group after one member change. Pure. A joining run costs O(log n + leaders); a run
+def fold_group(group: GroupView, change: MemberChange, members: Sequence[Member]) -> GroupView:
+    """The group after one member change; ``members`` are its eligible members (walk order)
+    with the change already applied. Pure. A joining run costs O(log n + leaders); a run
     leaving (retracted, superseded) or moving rewalks the group, O(n)."""
-    members = list(group.members)
+    if change.before is None and change.after is not None:
+        history, values = _with_new_member(group, change.after)
+    else:
+        history, values = leader_history(
+            group.comparisonKey, tuple(members), group.direction, group.policyVersion
+        )
+    return msgspec.structs.replace(
+        group, memberCount=len(members), history=history, leaderValues=values
+    )
+
+
+def apply_change(members: list[Member], change: MemberChange) -> None:
+    """Apply a member change to a walk-ordered member list, in place."""
     if change.before is not None:
         at = bisect.bisect_left(members, change.before)
         if at < len(members) and members[at] == change.before:
             del members[at]
     if change.after is not None:
         bisect.insort(members, change.after)
-    new_members = tuple(members)
-    if change.before is None and change.after is not None:
-        history, values = _with_new_member(group, change.after)
-    else:
-        history, values = leader_history(
-            group.comparisonKey, new_members, group.direction, group.policyVersion
-        )
-    return msgspec.structs.replace(group, members=new_members, history=history, leaderValues=values)

@@ -35,7 +35,7 @@ from events.types import (
     SourceRegistered,
 )
 from projections import schema
-from projections.groups import MemberChange, fold_group
+from projections.groups import MemberChange, apply_change, fold_group
 from projections.keyring import KeyView, fold_keys
 from projections.runs import Context, carried_manifests, fold_run
 from projections.views import GroupView, LeaderChange, Member, RunView
@@ -97,6 +97,7 @@ class _Batch:
         self.run_in_db: set[str] = set()
         self.run_versions = _Versions()
         self.groups: dict[str, GroupView] = {}
+        self.members: dict[str, list[Member]] = {}  # each group's eligible members, walk order
         self.group_in_db: set[str] = set()
         self.group_versions = _Versions()
         self.leader_rows: dict[str, dict[tuple[str, str | None, str], int]] = {}
@@ -111,6 +112,14 @@ class _Batch:
         self.manifests: dict[str, tuple[str, str, int, bytes]] = {}
         self.rows: dict[str, list[tuple[Any, ...]]] = {}
         self.updates: dict[str, list[tuple[Any, ...]]] = {}
+
+    def carry_groups(self, previous: _Batch) -> None:
+        """Take over the group state a previous batch left (true only while nobody else
+        writes: a rebuild)."""
+        self.groups = previous.groups
+        self.members = previous.members
+        self.group_in_db = previous.group_in_db | set(previous.group_versions.rows)
+        self.leader_rows = previous.leader_rows
 
     # --- loading ---------------------------------------------------------------------------
 
@@ -167,7 +176,7 @@ class _Batch:
             group = GroupView(key, template.metricKey, template.direction, template.kind)
         else:
             self.group_in_db.add(key)
-            members = tuple(
+            members = list(
                 sorted(
                     Member(obs, digest, value)
                     for obs, digest, value in self.conn.execute(
@@ -186,9 +195,13 @@ class _Batch:
             self.leader_rows[key] = {(r[0], r[1], r[2]): r[5] for r in rows}
             value_of = {m.runDigest: m.value for m in members}
             values = tuple(value_of[h.runDigest] for h in history)
-            group = GroupView(key, meta[1], meta[2], meta[0], members, history, values, meta[4])
+            group = GroupView(
+                key, meta[1], meta[2], meta[0], len(members), history, values, meta[4]
+            )
+            self.members[key] = members
 
         self.groups[key] = group
+        self.members.setdefault(key, [])
         self.leader_rows.setdefault(key, {})
         return group
 
@@ -258,7 +271,9 @@ class _Batch:
     ) -> None:
         assert template is not None  # noqa: S101 - a member change always comes from a run
         old = self.group(key, template)
-        new = fold_group(old, change)
+        members = self.members[key]
+        apply_change(members, change)
+        new = fold_group(old, change, members)
         if new == old:
             return
         self.groups[key] = new
@@ -475,7 +490,7 @@ class _Batch:
                         g.kind,
                         g.metricKey,
                         g.direction,
-                        len(g.members),
+                        g.memberCount,
                         g.leader,
                         g.best,
                         g.policyVersion,
@@ -536,6 +551,7 @@ class Materializer:
         self.conn = conn
         schema.create(conn)
         self._keys: dict[str, KeyView] | None = None
+        self._carried: _Batch | None = None
 
     def position(self) -> int:
         """The tree size the projections have applied."""
@@ -556,6 +572,8 @@ class Materializer:
         if self._keys is None:
             self._keys = load_keys(self.conn)
         batch = _Batch(self.conn, self._keys)
+        if self._carried is not None:
+            batch.carry_groups(self._carried)
         try:
             batch.preload(entries)
             for entry in entries:
@@ -565,6 +583,8 @@ class Materializer:
             self._keys = None  # the caller rolls back; reload next time
             raise
         self._keys = dict(batch.keys)
+        if self._carried is not None:
+            self._carried = batch
         self.conn.execute(
             "INSERT OR REPLACE INTO p_state VALUES (?, ?)", (NAME, entries[-1].seq + 1)
         )
@@ -581,14 +601,20 @@ class Materializer:
         # by row. Reads during the rebuild (group loads, waiting runs) use the primary keys.
         schema.create(self.conn, indexes=False)
         self._keys = {}
+        # Nobody else writes while the rebuild runs, so the groups folded by one batch stay
+        # true for the next: they are carried over instead of reloaded from the database.
+        self._carried = _Batch(self.conn, {})
         chunk: list[StoredEntry] = []
         count = 0
-        for entry in entries:
-            chunk.append(entry)
-            if len(chunk) >= batch_size:
-                self.apply(chunk)
-                count += len(chunk)
-                chunk = []
-        self.apply(chunk)
+        try:
+            for entry in entries:
+                chunk.append(entry)
+                if len(chunk) >= batch_size:
+                    self.apply(chunk)
+                    count += len(chunk)
+                    chunk = []
+            self.apply(chunk)
+        finally:
+            self._carried = None
         schema.create(self.conn)
         return count + len(chunk)

@@ -124,13 +124,15 @@ class LeaderChange(msgspec.Struct, frozen=True, omit_defaults=True):
 
 
 class GroupView(msgspec.Struct, frozen=True, omit_defaults=True):
-    """A comparison group: its eligible members (leader-walk order) and leader history."""
+    """A comparison group: how many eligible members it has, and its leader history (the
+    members themselves are the group's eligible run versions; the materialiser keeps them in
+    walk order while it folds)."""
 
     comparisonKey: str
     metricKey: str
     direction: Direction
     kind: str
-    members: tuple[Member, ...] = ()
+    memberCount: int = 0
     history: tuple[LeaderChange, ...] = ()
     leaderValues: tuple[float, ...] = ()
     policyVersion: str = "ranking-v1"
