@@ -174,15 +174,17 @@ async def run_show(
             return _run_part(request, reader, ref.removesuffix(suffix), part, as_of_text)  # type: ignore[return-value]
     at = as_of(reader, as_of_text)
     size = reader.size()
-    digest = resolve(reader, ref, at)
 
     def make() -> bytes:
+        digest = resolve(reader, ref, at)
         dossier = build_dossier(reader.conn, digest, at, size=size, standings=reader.standings)
         if dossier is None:
             raise UnknownRun(f"no run matches {ref!r}")
         return _ENC.encode(dossier)
 
-    body, etag = reader.cached(("run", digest, at, size), make)
+    # Keyed by the reference as asked and the log size: what a reference names can only change
+    # when the log grows (an alias gaining a second run), and then the size differs.
+    body, etag = reader.cached(("run", ref, at, size), make)
     return respond(request, body, etag, pinned=at is not None)  # type: ignore[return-value]
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from litestar import Request, Router, get
+from litestar import Request, Response, Router, get
 from litestar.exceptions import HTTPException
 from litestar.params import FromPath, FromQuery
 from litestar.response import Template
@@ -25,7 +25,7 @@ from service.dossier import Dossier, build_dossier, short_id
 from service.errors import ServiceError
 from service.logs import get_logger
 from service.web import present
-from service.web.api import AsOf, as_of, compare_runs, resolve
+from service.web.api import AsOf, as_of, compare_runs, resolve, respond
 from service.web.charts import bar_chart
 from service.web.deps import LedgerDep, ReaderDep
 from service.web.pagereads import hardware_names, recent_entries, search_runs, sources
@@ -56,7 +56,7 @@ def run_page(
     ledger: LedgerDep,
     ref: FromPath[Path],
     as_of_text: AsOf = None,
-) -> Template:
+) -> Template | Response[bytes]:
     """The run dossier; an ambiguous alias answers 300 with its candidates as links."""
     at = as_of(reader, as_of_text)
     urls = present.Urls(at)
@@ -65,12 +65,40 @@ def run_page(
         digest = resolve(reader, text, at)
     except AmbiguousRun as exc:
         return _candidates_page(reader, exc, urls, at)
-    d = build_dossier(reader.conn, digest, at, size=reader.size())
+    accessed = ledger.clock().date().isoformat()
+    base = str(request.base_url).rstrip("/")
+    size = reader.size()
+
+    def render() -> bytes:
+        context = _run_context(reader, digest, text, at, urls, size, base, accessed)
+        engine = request.app.template_engine
+        assert engine is not None  # noqa: S101 - create_app configures Jinja
+        html: str = engine.get_template("run.html").render(**context, request=request)
+        return html.encode()
+
+    # A page is a function of the reference as of a size, the host it is served for and the day
+    # (its citation's access date): rendered once per such key.
+    body, etag = reader.cached(("page", text, at, size, base, accessed), render)
+    return respond(
+        request, body, etag, pinned=at is not None, media_type="text/html; charset=utf-8"
+    )
+
+
+def _run_context(
+    reader: Reader,
+    digest: str,
+    text: str,
+    at: int | None,
+    urls: present.Urls,
+    size: int,
+    base: str,
+    accessed: str,
+) -> dict[str, Any]:
+    d = build_dossier(reader.conn, digest, at, size=size, standings=reader.standings)
     if d is None:
         raise UnknownRun(f"no run matches {text!r}")
     source = next((s for s in sources(reader.conn, at) if s.source == d.source), None)
-    permalink = str(request.base_url).rstrip("/") + d.links.permalink
-    accessed = ledger.clock().date().isoformat()
+    permalink = base + d.links.permalink
     leader = d.rank.leader if d.rank else None
     group_key = d.comparisonKey if d.kind == "BenchmarkRun" else d.cohortKey
     statement = {
@@ -80,7 +108,7 @@ def run_page(
         "predicate": {"kind": "reproduction", "summary": "…"},
     }
     spec = (d.protocol or {}).get("spec", {})
-    context = {
+    return {
         "d": d,
         "urls": urls,
         "as_of": at,
@@ -113,7 +141,6 @@ def run_page(
         "quantity": present.quantity,
         "pretty_json": present.pretty_json,
     }
-    return Template(template_name="run.html", context=context)
 
 
 def _candidate_digests(exc: Exception) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +14,9 @@ from pathlib import Path
 from events.store import LogStore
 from projections import queries
 
-__all__ = ["Reader", "etag_of"]
+__all__ = ["FRESH", "Reader", "etag_of"]
+
+FRESH = 0.02
 
 
 def etag_of(body: bytes) -> str:
@@ -32,6 +35,8 @@ class Reader:
         self._cache_size = cache_size
         self._lock = threading.Lock()
         self.standings: queries.StandingsCache = {}
+        self._size = 0
+        self._size_at = -1.0
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -43,9 +48,17 @@ class Reader:
         return conn
 
     def size(self) -> int:
-        """The committed log size, as the projections have applied it."""
-        row = self.conn.execute("SELECT position FROM p_state WHERE projection = 'all'").fetchone()
-        return 0 if row is None else int(row[0])
+        """The committed log size, as the projections have applied it. Read at most every
+        ``FRESH`` seconds: a read "now" may answer from a size a few milliseconds old (the
+        answer says which size it is), and a busy server skips a query per request."""
+        now = time.monotonic()
+        if now - self._size_at > FRESH:
+            row = self.conn.execute(
+                "SELECT position FROM p_state WHERE projection = 'all'"
+            ).fetchone()
+            self._size = 0 if row is None else int(row[0])
+            self._size_at = now
+        return self._size
 
     def cached(self, key: tuple[object, ...], make: Callable[[], bytes]) -> tuple[bytes, str]:
         """The encoded body (and its ETag) for ``key``, made once per key."""
