@@ -399,6 +399,7 @@ _SUFFIX = {
 def ingest(
     request: Request[Any, Any, Any],
     ledger: LedgerDep,
+    reader: ReaderDep,
     tokens: TokensDep,
     source: FromPath[str],
     body: RawBody,
@@ -420,6 +421,7 @@ def ingest(
         path = Path(tmp) / name
         path.write_bytes(body)
         result, _ = run_import(ledger, source, [path])
+    reader.invalidate()
     return result
 
 

@@ -60,6 +60,10 @@ class Reader:
             self._size_at = now
         return self._size
 
+    def invalidate(self) -> None:
+        """Forget the size read last (after this process wrote: read your own writes)."""
+        self._size_at = -1.0
+
     def cached(self, key: tuple[object, ...], make: Callable[[], bytes]) -> tuple[bytes, str]:
         """The encoded body (and its ETag) for ``key``, made once per key."""
         with self._lock:
