@@ -20,6 +20,7 @@ from events.types import (
     AttestationPosted,
     Measured,
     RerunCompleted,
+    event_tag,
 )
 
 __all__ = ["InvalidStatement", "Statement", "decode_event", "statement_event"]
@@ -117,7 +118,7 @@ def decode_event(entry: StoredEntry) -> AnyEvent:
             event = EVENT_DECODER.decode(entry.payload)
         except msgspec.DecodeError as exc:
             raise EventError(f"entry {entry.seq}: payload is not an event: {exc}") from None
-        tag = event.__struct_config__.tag
+        tag = event_tag(event)
         if tag != entry.type:
             raise EventError(
                 f"entry {entry.seq}: the entry says {entry.type} but the payload is {tag}"

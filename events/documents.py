@@ -26,7 +26,7 @@ from events.identity import (
     serving_topology_key,
     spec_digest,
 )
-from events.manifests import ERROR_PATH, AnyManifest, validate
+from events.manifests import ERROR_PATH, KIND_OF, AnyManifest, validate
 from events.normalize import normalize
 from events.yamlcore import load_yaml
 
@@ -118,7 +118,7 @@ def check_manifest(value: Any, *, source: str, path: str = "$") -> Checked:
         raise InvalidManifest(
             f"{source}: {where}: {exc.detail.split(': ', 1)[-1]}", path=where
         ) from None
-    return Checked(typed.__struct_config__.tag, spec_digest(normal), typed.metadata.name, normal)  # type: ignore[arg-type]
+    return Checked(KIND_OF[type(typed)], spec_digest(normal), typed.metadata.name, normal)
 
 
 _TYPED = msgspec.json.Decoder(AnyManifest)
@@ -151,7 +151,7 @@ def check_manifest_json(text: bytes, *, source: str, path: str = "$") -> Checked
         raise InvalidManifest(
             f"{source}: {where}: {exc.detail.split(': ', 1)[-1]}", path=where
         ) from None
-    tag: str = typed.__struct_config__.tag  # type: ignore[assignment]
+    tag = KIND_OF[type(typed)]
     if normal is value:
         digest = sha256_digest(canonical_json(text, members=_IDENTITY))
     else:

@@ -98,6 +98,7 @@ class _Batch:
         self.run_versions = _Versions()
         self.groups: dict[str, GroupView] = {}
         self.members: dict[str, list[Member]] = {}  # each group's eligible members, walk order
+        self.no_groups: bool | None = None  # the database held no group when the batch began
         self.group_in_db: set[str] = set()
         self.group_versions = _Versions()
         self.leader_rows: dict[str, dict[tuple[str, str | None, str], int]] = {}
@@ -167,11 +168,15 @@ class _Batch:
     def group(self, key: str, template: RunView) -> GroupView:
         if key in self.groups:
             return self.groups[key]
-        meta = self.conn.execute(
-            "SELECT kind, metric_key, direction, best, policy_version FROM p_groups"
-            " WHERE group_key = ? AND valid_to IS NULL",
-            (key,),
-        ).fetchone()
+        if self.no_groups is None:
+            self.no_groups = self.conn.execute("SELECT 1 FROM p_groups LIMIT 1").fetchone() is None
+        meta = None
+        if not self.no_groups:  # a first import finds no group in the database: skip the look
+            meta = self.conn.execute(
+                "SELECT kind, metric_key, direction, best, policy_version FROM p_groups"
+                " WHERE group_key = ? AND valid_to IS NULL",
+                (key,),
+            ).fetchone()
         if meta is None:
             group = GroupView(key, template.metricKey, template.direction, template.kind)
         else:

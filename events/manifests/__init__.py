@@ -67,6 +67,8 @@ KINDS: dict[str, type[Manifest]] = {
     )
 }
 
+KIND_OF: dict[type[Manifest], str] = {cls: kind for kind, cls in KINDS.items()}
+
 _AT = re.compile(r" - at `(\$[^`]*)`$")
 ERROR_PATH = _AT  # where msgspec names the field in a validation message
 
@@ -103,6 +105,7 @@ __all__ = [
     "API_VERSION",
     "ERROR_PATH",
     "KINDS",
+    "KIND_OF",
     "AnyManifest",
     "BenchmarkProtocol",
     "BenchmarkRun",

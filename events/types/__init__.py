@@ -71,9 +71,13 @@ EVENT_ENCODER = msgspec.json.Encoder()
 EVENT_DECODER: msgspec.json.Decoder[AnyEvent] = msgspec.json.Decoder(AnyEvent)
 
 
+_TAG_OF: dict[type[Event], str] = {cls: tag for tag, cls in EVENT_TYPES.items()}
+
+
 def event_tag(event: Event) -> str:
     """The stored tag of an event (``family.verb.vN``)."""
-    return event.__struct_config__.tag  # type: ignore[return-value]
+    # __struct_config__ builds a new object on every access; the tags are fixed per class.
+    return _TAG_OF[type(event)]
 
 
 __all__ = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -61,4 +62,10 @@ def run_import(
 ) -> tuple[IngestResult, list[Rejected]]:
     """Plan and commit an import; return the result and the rows rejected (with reasons)."""
     plan = plan_import(source, paths, skip_invalid=skip_invalid)
-    return commit(ledger, plan, progress=progress), plan.rejected
+    # The plan lives until the commit ends: taking it (and everything alive) out of the cyclic
+    # collector's generations spares the collector from walking it again and again.
+    gc.freeze()
+    try:
+        return commit(ledger, plan, progress=progress), plan.rejected
+    finally:
+        gc.unfreeze()
