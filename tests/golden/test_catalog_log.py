@@ -1,0 +1,118 @@
+"""The whole KernelIndex catalog through the log: every run's keys as exported, the leader
+history equal to KernelIndex's ``record_events`` (2,948 of 2,948, none extra), ranks equal to
+the dense ascending ranks of each comparison group, the seed run's group once it arrives, a
+log that verifies, and a second import that appends nothing."""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from projections import queries
+from service.ingest.api import run_import
+from service.ledger import Ledger, init_data_dir
+from service.verification import verify_log
+from tests.corpora import CATALOG, corpus, shared_file
+
+pytestmark = pytest.mark.corpus
+
+SEED = "sha256:5195388fd7c6a80d3089edc96ddebce288cc1703b1bfb949d3c9ca2c2c6fd74b"
+SEED_GROUP = "sha256:b5a07d877d4aa9400dad13a88f1b4654bb2e32f324516242ada766a54ca56e34"
+
+
+@pytest.fixture(scope="module")
+def ledger(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ledger]:
+    opened, _ = init_data_dir(tmp_path_factory.mktemp("catalog") / "data")
+    result, rejected = run_import(opened, "kernelindex-catalog", [corpus(*CATALOG)])
+    assert not rejected
+    assert result.runs_appended == 7857 + 722
+    yield opened
+    opened.close()
+
+
+def test_every_run_keeps_the_exported_keys(
+    ledger: Ledger, catalog: dict[str, list[dict[str, Any]]]
+) -> None:
+    views = {v.runDigest: v for v in queries.list_runs(ledger.store.connection)}
+    kernel = catalog["benchmark_runs"]
+    assert sum(views[r["runDigest"]].comparisonKey == r["comparisonKey"] for r in kernel) == 7857
+    serving = catalog["serving_runs"]
+    assert sum(views[r["runDigest"]].cohortKey == r["cohortKey"] for r in serving) == 722
+    aliases = queries.all_aliases(ledger.store.connection)
+    assert all(f"kernelindex:{r['id']}" in aliases[r["runDigest"]] for r in kernel + serving)
+
+
+def test_leader_history_equals_record_events(
+    ledger: Ledger, catalog: dict[str, list[dict[str, Any]]]
+) -> None:
+    digest_of = {r["id"]: r["runDigest"] for r in catalog["benchmark_runs"]}
+    want = {
+        (
+            e["comparisonKey"],
+            digest_of[e["runId"]],
+            digest_of.get(e["previousRunId"]),
+            e["at"],
+            e["cause"],
+            e["policyVersion"],
+        )
+        for e in catalog["record_events"]
+    }
+    got = {
+        (c.comparisonKey, c.runDigest, c.previousRunDigest, c.at, c.cause, c.policyVersion)
+        for c in queries.leader_history(ledger.store.connection)
+    }
+    assert len(want) == 2948
+    assert (len(want & got), len(got - want)) == (2948, 0)
+
+
+def test_ranks_are_dense_ascending_ranks_of_each_group(
+    ledger: Ledger, catalog: dict[str, list[dict[str, Any]]]
+) -> None:
+    groups: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
+    for r in catalog["benchmark_runs"]:
+        if r["status"] == "passed" and r["primaryValue"] is not None:
+            groups[r["comparisonKey"]].append(r)
+    want = {}
+    for members in groups.values():
+        values = sorted({r["primaryValue"] for r in members})
+        for r in members:
+            want[r["runDigest"]] = (values.index(r["primaryValue"]) + 1, len(values))
+    got = queries.all_ranks(ledger.store.connection)
+    assert len(want) == 7771
+    assert {d: got.get(d) for d in want} == want
+    # The dossier's rank (a binary search over cached standings) agrees with the scan.
+    cache: queries.StandingsCache = {}
+    for digest in list(want)[:300]:
+        view = queries.run_view(ledger.store.connection, digest)
+        assert view is not None
+        ranked = queries.rank_of(ledger.store.connection, view, None, cache)
+        assert ranked is not None
+        assert (ranked.rank, ranked.of) == want[digest]
+
+
+def test_the_log_verifies_and_a_second_import_appends_nothing(ledger: Ledger) -> None:
+    size = ledger.store.size
+    report = verify_log(ledger.data.db)
+    assert report.ok, report.findings[:3]
+    assert report.entries == size
+    again, _ = run_import(ledger, "kernelindex-catalog", [corpus(*CATALOG)])
+    assert (again.entries, again.runs_known) == (0, 7857 + 722)
+    assert ledger.store.size == size
+
+
+def test_the_seed_joins_its_group_once_it_arrives(ledger: Ledger) -> None:
+    run_import(ledger, "manifest", [shared_file("seed-manifest.json")])
+    view = queries.run_view(ledger.store.connection, SEED)
+    assert view is not None
+    assert view.comparisonKey == SEED_GROUP
+    assert view.unresolved == ("implementation",)  # AKO's submission is not in the export
+    ranked = queries.rank_of(ledger.store.connection, view)
+    assert ranked is not None
+    assert (ranked.rank, ranked.of) == (1, 1)
+    assert queries.resolve_run(ledger.store.connection, "sol-execbench:165") == SEED
+    before = ledger.store.size - 1
+    assert queries.run_view(ledger.store.connection, SEED, before) is None
+    assert verify_log(ledger.data.db).ok
