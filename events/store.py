@@ -14,6 +14,7 @@ over them, and the signed checkpoints.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -47,8 +48,6 @@ NoteSigner = Callable[[str], bytes]
 """Signs a checkpoint body as a C2SP signed note and returns the note bytes."""
 Projector = Callable[[sqlite3.Connection, Sequence[StoredEntry]], None]
 """Updates the projections with newly committed entries, inside the append transaction."""
-SignerOf = Callable[[bytes], str]
-"""Returns the key id of an envelope's (first) signature."""
 
 _APPEND_ONLY = """
 CREATE TRIGGER IF NOT EXISTS {table}_no_update BEFORE UPDATE ON {table}
@@ -79,6 +78,42 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     note BLOB NOT NULL
 );
 """
+
+
+class _Checkpointer:
+    """Moves committed WAL frames into the database file on its own thread and connection, so a
+    commit pays only for its WAL write and fsync (the writer's connection has automatic
+    checkpoints off). PASSIVE checkpoints never block the writer; the last one, at close,
+    empties the WAL."""
+
+    INTERVAL = 1.0
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="wal-checkpoint", daemon=True)
+        self._thread.start()
+
+    def _checkpoint(self, mode: str) -> None:
+        conn = sqlite3.connect(self._path, timeout=60)
+        try:
+            conn.execute(f"PRAGMA wal_checkpoint({mode})")
+        finally:
+            conn.close()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.INTERVAL):
+            try:
+                self._checkpoint("PASSIVE")
+            except sqlite3.Error:
+                continue  # busy or closing: the next round will do it
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        # Another process may hold the database; its own close will checkpoint then.
+        with contextlib.suppress(sqlite3.Error):
+            self._checkpoint("TRUNCATE")
 
 
 def node_id(level: int, index: int) -> int:
@@ -124,6 +159,7 @@ class LogStore:
         self._conn = conn
         self._lock = threading.RLock()
         self._edge = self._load_edge()
+        self._checkpointer = _Checkpointer(path)
 
     # --- opening -----------------------------------------------------------------------------
 
@@ -164,6 +200,7 @@ class LogStore:
         return cls(path, conn, stored)
 
     def close(self) -> None:
+        self._checkpointer.stop()
         self._conn.close()
 
     @property
@@ -288,7 +325,6 @@ class LogStore:
         *,
         sign: ChunkSigner,
         sign_checkpoint: NoteSigner,
-        signer_of: SignerOf,
         now: datetime,
         project: Projector | None = None,
         progress: Callable[[int], None] | None = None,
@@ -304,6 +340,8 @@ class LogStore:
         Raises:
             LogError: the batch could not be committed (nothing of it was).
         """
+        if any(not p.signer for p in pending):
+            raise LogError("every pending event must name the key that signs it (Pending.signer)")
         digests = [payload_digest(p.payload, p.payload_type, p.signer) for p in pending]
         conn = self._conn
         with self._lock:
@@ -324,7 +362,6 @@ class LogStore:
                         [digests[i] for i in todo],
                         sign,
                         sign_checkpoint,
-                        signer_of,
                         now,
                         project,
                         known,
@@ -346,7 +383,6 @@ class LogStore:
         digests: list[str],
         sign: ChunkSigner,
         sign_checkpoint: NoteSigner,
-        signer_of: SignerOf,
         now: datetime,
         project: Projector | None,
         known: dict[str, int],
@@ -385,7 +421,7 @@ class LogStore:
                         item.payload_type,
                         item.payload,
                         digest,
-                        signer_of(envelope),
+                        item.signer,
                         item.decoded,
                     )
                 )
@@ -435,6 +471,7 @@ def connect(path: Path) -> sqlite3.Connection:
     (transactions are explicit)."""
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=60)
     conn.execute("PRAGMA cache_size=-65536")  # 64 MiB: a batch's pages stay in memory
+    conn.execute("PRAGMA wal_autocheckpoint=0")  # the store's checkpointer thread does it
     conn.execute("PRAGMA journal_mode=WAL")
 
     conn.execute("PRAGMA synchronous=FULL")
@@ -444,7 +481,7 @@ def connect(path: Path) -> sqlite3.Connection:
 
 
 def stored_entries(
-    store: LogStore, start: int = 0, end: int | None = None, *, signer_of: SignerOf
+    store: LogStore, start: int = 0, end: int | None = None
 ) -> Iterator[StoredEntry]:
     """The entries ``start <= seq < end`` as projections see them (payload decoded).
 

@@ -221,9 +221,10 @@ class _Batch:
         ctx = Context(
             entry.seq, entry.recordedAt, self.role(entry.signer, entry.seq), entry.payload_digest
         )
-        keys = fold_keys(self.keys, event, entry.seq, entry.signer)
-        if keys is not self.keys:
-            self.keys, self.keys_changed = keys, True
+        if entry.type.startswith("key."):  # only key events change the keyring
+            keys = fold_keys(self.keys, event, entry.seq, entry.signer)
+            if keys is not self.keys:
+                self.keys, self.keys_changed = keys, True
         carried = carried_manifests(event) if isinstance(event, RunIngested) else {}
         for digest in self._targets(event, carried):
             self._fold_run(digest, event, ctx)

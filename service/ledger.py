@@ -86,9 +86,7 @@ class Ledger:
             conn = self.store.connection
             conn.execute("BEGIN IMMEDIATE")
             try:
-                entries = list(
-                    stored_entries(self.store, position, size, signer_of=envelope_signer)
-                )
+                entries = list(stored_entries(self.store, position, size))
                 self.projections.apply(entries)
                 conn.execute("COMMIT")
             except BaseException:
@@ -118,7 +116,6 @@ class Ledger:
             signed,
             sign=self.signers.sign_chunks,
             sign_checkpoint=self.signers.sign_checkpoint,
-            signer_of=envelope_signer,
             now=self.clock(),
             project=self.projections,
             progress=progress,

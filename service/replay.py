@@ -14,7 +14,6 @@ import msgspec
 from events.store import stored_entries
 from projections import schema
 from service.ledger import Ledger
-from service.signing import envelope_signer
 
 __all__ = ["Difference", "ReplayReport", "replay"]
 
@@ -70,7 +69,7 @@ def replay(ledger: Ledger) -> ReplayReport:
         for table in schema.TABLES:
             conn.execute(f"DROP TABLE IF EXISTS temp.old_{table}")
             conn.execute(f"CREATE TEMP TABLE old_{table} AS SELECT * FROM main.{table}")  # noqa: S608
-        entries = stored_entries(ledger.store, 0, size, signer_of=envelope_signer)
+        entries = stored_entries(ledger.store, 0, size)
         count = ledger.projections.rebuild(entries)
         digests: dict[str, str] = {}
         differences: list[Difference] = []

@@ -79,7 +79,6 @@ def replay_bench() -> None:
     ``benchproof replay`` does, without its final table comparison."""
     from events.store import stored_entries
     from service.ledger import init_data_dir, pending_of
-    from service.signing import envelope_signer
 
     with tempfile.TemporaryDirectory() as tmp:
         ledger, _ = init_data_dir(Path(tmp) / "d")
@@ -91,9 +90,7 @@ def replay_bench() -> None:
             conn = ledger.store.connection
             conn.execute("BEGIN IMMEDIATE")
             t0 = time.perf_counter()
-            ledger.projections.rebuild(
-                stored_entries(ledger.store, 0, size, signer_of=envelope_signer)
-            )
+            ledger.projections.rebuild(stored_entries(ledger.store, 0, size))
             elapsed = time.perf_counter() - t0
             conn.execute("COMMIT")
     line(f"replay of {size:,} entries from the log (target >= 30,000)", size / elapsed, "entries/s")
