@@ -18,25 +18,16 @@ from events.decoding import decode_event
 from events.entries import StoredEntry
 from events.types import (
     AnyEvent,
-    AttestationHidden,
-    AttestationPosted,
-    AttestationWithdrawn,
-    CitationNotarized,
     ManifestRecorded,
-    PolicyChanged,
-    ReportFiled,
-    ReportResolved,
-    RerunClaimed,
     RerunCompleted,
-    RerunRequested,
     RunIngested,
     RunRetracted,
     RunSuperseded,
-    SourceRegistered,
 )
 from projections import schema
 from projections.groups import MemberChange, apply_change, fold_group
 from projections.keyring import KeyView, fold_keys
+from projections.records import Insert, Manifest, Update, record_ops
 from projections.runs import Context, carried_manifests, fold_run
 from projections.views import GroupView, LeaderChange, Member, RunView
 
@@ -319,122 +310,14 @@ class _Batch:
 
     def _record(self, event: AnyEvent, ctx: Context, carried: dict[str, Any]) -> None:
         at = ctx.seq + 1
-        match event:
-            case RunIngested():
-                self._manifest(event.runDigest, event.manifests["run"], at)
-                for digest, manifest in carried.items():
-                    self._manifest(digest, manifest, at)
-                if event.rowKey is not None:
-                    self._row("p_rowkeys", (event.rowKey, event.runDigest, at))
-            case ManifestRecorded():
-                self._manifest(event.digest, event.manifest, at)
-            case SourceRegistered():
-                self._row(
-                    "p_sources",
-                    (event.source, event.name, event.url, event.license, event.notice, at),
-                )
-            case AttestationPosted():
-                self._row(
-                    "p_attestations",
-                    (
-                        ctx.payloadDigest,
-                        event.runDigest,
-                        event.attester,
-                        event.predicateType,
-                        _ENC.encode(event.predicate),
-                        at,
-                        ctx.recordedAt,
-                        None,
-                        None,
-                        None,
-                    ),
-                )
-            case AttestationWithdrawn():
-                self._update(
-                    "p_attestations", "withdrawn_at", (at, event.reason, event.attestationId)
-                )
-            case AttestationHidden():
-                self._update("p_attestations", "hidden_at", (at, event.reason, event.attestationId))
-            case ReportFiled():
-                self._row(
-                    "p_reports",
-                    (
-                        ctx.payloadDigest,
-                        event.runDigest,
-                        event.category,
-                        event.text,
-                        event.reporter,
-                        at,
-                        ctx.recordedAt,
-                        None,
-                        None,
-                        None,
-                    ),
-                )
-            case ReportResolved():
-                self._update(
-                    "p_reports", "resolved", (at, event.resolution, event.note, event.reportId)
-                )
-            case RerunRequested():
-                self._row(
-                    "p_reruns",
-                    (
-                        ctx.payloadDigest,
-                        event.runDigest,
-                        "requested",
-                        "index",
-                        at,
-                        ctx.recordedAt,
-                        None,
-                        _ENC.encode(event),
-                    ),
-                )
-            case RerunClaimed():
-                self._row(
-                    "p_reruns",
-                    (
-                        ctx.payloadDigest,
-                        "",
-                        "claimed",
-                        event.worker,
-                        at,
-                        ctx.recordedAt,
-                        event.requestId,
-                        _ENC.encode(event),
-                    ),
-                )
-            case RerunCompleted():
-                self._row(
-                    "p_reruns",
-                    (
-                        ctx.payloadDigest,
-                        event.runDigest,
-                        "completed",
-                        event.rerunner,
-                        at,
-                        ctx.recordedAt,
-                        event.requestId,
-                        _ENC.encode(event),
-                    ),
-                )
-            case CitationNotarized():
-                self._row(
-                    "p_citations",
-                    (
-                        ctx.payloadDigest,
-                        event.runDigest,
-                        event.permalink,
-                        event.accessedAt,
-                        event.checkpointSize,
-                        at,
-                    ),
-                )
-            case PolicyChanged():
-                self._row(
-                    "p_policies", (event.policy, at, event.version, _ENC.encode(event.parameters))
-                )
-            case _:
-                pass
+        for op in record_ops(event, ctx, carried):
+            if type(op) is Manifest:
+                self._manifest(op.digest, op.manifest, at)
+            elif type(op) is Insert:
+                self.rows.setdefault(op.table, []).append(op.row)
+            else:
+                assert type(op) is Update  # noqa: S101 - the three kinds of Op
+                self.updates.setdefault(op.statement, []).append(op.row)
 
     def _manifest(self, digest: str, manifest: dict[str, Any], at: int) -> None:
         if digest not in self.manifests:
@@ -444,12 +327,6 @@ class _Batch:
                 at,
                 _ENC.encode(manifest),
             )
-
-    def _row(self, table: str, row: tuple[Any, ...]) -> None:
-        self.rows.setdefault(table, []).append(row)
-
-    def _update(self, table: str, what: str, row: tuple[Any, ...]) -> None:
-        self.updates.setdefault(f"{table}:{what}", []).append(row)
 
     # --- writing ---------------------------------------------------------------------------
 
@@ -544,9 +421,9 @@ class _Batch:
 
 
 _UPDATES = {
-    "p_attestations:withdrawn_at": "UPDATE p_attestations SET withdrawn_at = ?, reason = ? WHERE id = ? AND withdrawn_at IS NULL",
-    "p_attestations:hidden_at": "UPDATE p_attestations SET hidden_at = ?, reason = ? WHERE id = ? AND hidden_at IS NULL",
-    "p_reports:resolved": "UPDATE p_reports SET resolved_at = ?, resolution = ?, note = ? WHERE id = ? AND resolved_at IS NULL",
+    "attestation_withdrawn": "UPDATE p_attestations SET withdrawn_at = ?, reason = ? WHERE id = ? AND withdrawn_at IS NULL",
+    "attestation_hidden": "UPDATE p_attestations SET hidden_at = ?, reason = ? WHERE id = ? AND hidden_at IS NULL",
+    "report_resolved": "UPDATE p_reports SET resolved_at = ?, resolution = ?, note = ? WHERE id = ? AND resolved_at IS NULL",
 }
 
 

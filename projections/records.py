@@ -1,0 +1,173 @@
+"""The records fold: what an event adds to the small projections (manifests, row keys,
+sources, attestations, reports, reruns, citations, policies), as row operations. Pure and
+exhaustive over the event union; the materialiser writes the operations."""
+
+from __future__ import annotations
+
+from typing import Any, assert_never
+
+import msgspec
+
+from events.types import (
+    AnyEvent,
+    AttestationHidden,
+    AttestationPosted,
+    AttestationWithdrawn,
+    CitationNotarized,
+    KeyRegistered,
+    KeyRevoked,
+    KeyRotated,
+    ManifestRecorded,
+    PolicyChanged,
+    ReportFiled,
+    ReportResolved,
+    RerunClaimed,
+    RerunCompleted,
+    RerunRequested,
+    RunIngested,
+    RunRetracted,
+    RunSuperseded,
+    SourceRegistered,
+)
+from projections.runs import Context
+
+__all__ = ["Insert", "Manifest", "Op", "Update", "record_ops"]
+
+_ENC = msgspec.json.Encoder()
+
+
+class Insert(msgspec.Struct, frozen=True):
+    """A new row of ``table`` (kept if its key exists already: the log says it once)."""
+
+    table: str
+    row: tuple[Any, ...]
+
+
+class Update(msgspec.Struct, frozen=True):
+    """A change to an existing row, by one of the materialiser's named statements."""
+
+    statement: str
+    row: tuple[Any, ...]
+
+
+class Manifest(msgspec.Struct, frozen=True):
+    """A manifest the log now holds (the first time its digest appears)."""
+
+    digest: str
+    manifest: dict[str, Any]
+
+
+Op = Insert | Update | Manifest
+
+
+def record_ops(event: AnyEvent, ctx: Context, carried: dict[str, dict[str, Any]]) -> tuple[Op, ...]:
+    """The row operations ``event`` (at ``ctx``) makes; ``carried`` holds the manifests a
+    run.ingested brings, by digest."""
+    at = ctx.seq + 1
+    row: tuple[Any, ...]
+    match event:
+        case RunIngested():
+            ops: list[Op] = [Manifest(event.runDigest, event.manifests["run"])]
+            ops += [Manifest(digest, manifest) for digest, manifest in carried.items()]
+            if event.rowKey is not None:
+                ops.append(Insert("p_rowkeys", (event.rowKey, event.runDigest, at)))
+            return tuple(ops)
+        case ManifestRecorded():
+            return (Manifest(event.digest, event.manifest),)
+        case SourceRegistered():
+            return (
+                Insert(
+                    "p_sources",
+                    (event.source, event.name, event.url, event.license, event.notice, at),
+                ),
+            )
+        case AttestationPosted():
+            row = (
+                ctx.payloadDigest,
+                event.runDigest,
+                event.attester,
+                event.predicateType,
+                _ENC.encode(event.predicate),
+                at,
+                ctx.recordedAt,
+                None,
+                None,
+                None,
+            )
+            return (Insert("p_attestations", row),)
+        case AttestationWithdrawn():
+            return (Update("attestation_withdrawn", (at, event.reason, event.attestationId)),)
+        case AttestationHidden():
+            return (Update("attestation_hidden", (at, event.reason, event.attestationId)),)
+        case ReportFiled():
+            row = (
+                ctx.payloadDigest,
+                event.runDigest,
+                event.category,
+                event.text,
+                event.reporter,
+                at,
+                ctx.recordedAt,
+                None,
+                None,
+                None,
+            )
+            return (Insert("p_reports", row),)
+        case ReportResolved():
+            return (Update("report_resolved", (at, event.resolution, event.note, event.reportId)),)
+        case RerunRequested():
+            row = (
+                ctx.payloadDigest,
+                event.runDigest,
+                "requested",
+                "index",
+                at,
+                ctx.recordedAt,
+                None,
+                _ENC.encode(event),
+            )
+            return (Insert("p_reruns", row),)
+        case RerunClaimed():
+            row = (
+                ctx.payloadDigest,
+                "",
+                "claimed",
+                event.worker,
+                at,
+                ctx.recordedAt,
+                event.requestId,
+                _ENC.encode(event),
+            )
+            return (Insert("p_reruns", row),)
+        case RerunCompleted():
+            row = (
+                ctx.payloadDigest,
+                event.runDigest,
+                "completed",
+                event.rerunner,
+                at,
+                ctx.recordedAt,
+                event.requestId,
+                _ENC.encode(event),
+            )
+            return (Insert("p_reruns", row),)
+        case CitationNotarized():
+            row = (
+                ctx.payloadDigest,
+                event.runDigest,
+                event.permalink,
+                event.accessedAt,
+                event.checkpointSize,
+                at,
+            )
+            return (Insert("p_citations", row),)
+        case PolicyChanged():
+            return (
+                Insert(
+                    "p_policies", (event.policy, at, event.version, _ENC.encode(event.parameters))
+                ),
+            )
+        case KeyRegistered() | KeyRevoked() | KeyRotated() | RunSuperseded() | RunRetracted():
+            return ()  # the keyring and run folds own these
+        case _:
+            assert_never(event)
