@@ -35,4 +35,5 @@ def percentiles(samples: list[float], *points: float) -> list[float]:
 
 
 def line(name: str, value: float, unit: str, note: str = "") -> None:
-    print(f"  {name:<48} {value:>14,.1f} {unit:<10} {note}")
+    decimals = 2 if unit == "x" else 1
+    print(f"  {name:<58} {value:>14,.{decimals}f} {unit:<10} {note}")
