@@ -111,14 +111,18 @@ def check_manifest(value: Any, *, source: str, path: str = "$") -> Checked:
         InvalidManifest: the manifest fails its schema or a duration is ambiguous.
     """
     typed = validate(value, source=source, path=path)
+    normal = _normalize(value, source, path)
+    return Checked(KIND_OF[type(typed)], spec_digest(normal), typed.metadata.name, normal)
+
+
+def _normalize(value: dict[str, Any], source: str, path: str) -> dict[str, Any]:
+    """``normalize``, its error placed in the file and document it came from."""
     try:
-        normal = normalize(value)
+        return normalize(value)
     except InvalidManifest as exc:
         where = path + exc.details.get("path", "$")[1:]  # type: ignore[index]
-        raise InvalidManifest(
-            f"{source}: {where}: {exc.detail.split(': ', 1)[-1]}", path=where
-        ) from None
-    return Checked(KIND_OF[type(typed)], spec_digest(normal), typed.metadata.name, normal)
+        reason = exc.detail.split(": ", 1)[-1]
+        raise InvalidManifest(f"{source}: {where}: {reason}", path=where) from None
 
 
 _TYPED = msgspec.json.Decoder(AnyManifest)
@@ -144,13 +148,7 @@ def check_manifest_json(text: bytes, *, source: str, path: str = "$") -> Checked
     except msgspec.DecodeError as exc:
         raise InvalidManifest(f"{source}: {path}: not JSON: {exc}", path=path) from None
     value = _JSON.decode(text)
-    try:
-        normal = normalize(value)
-    except InvalidManifest as exc:
-        where = path + exc.details.get("path", "$")[1:]  # type: ignore[index]
-        raise InvalidManifest(
-            f"{source}: {where}: {exc.detail.split(': ', 1)[-1]}", path=where
-        ) from None
+    normal = _normalize(value, source, path)
     tag = KIND_OF[type(typed)]
     if normal is value:
         digest = sha256_digest(canonical_json(text, members=_IDENTITY))

@@ -63,35 +63,29 @@ def manifest(
     return body
 
 
-def known_manifests(conn: sqlite3.Connection, digests: list[str]) -> set[str]:
-    """Which of ``digests`` the log holds as manifests now."""
+def _present(conn: sqlite3.Connection, sql: str, digests: list[str]) -> set[str]:
+    """Which of ``digests`` the query (``... IN ({marks})``) finds, 500 at a time."""
     found: set[str] = set()
     for i in range(0, len(digests), 500):
         chunk = digests[i : i + 500]
-        marks = ",".join("?" * len(chunk))
         found.update(
-            r[0]
-            for r in conn.execute(
-                f"SELECT digest FROM p_manifests WHERE digest IN ({marks})", chunk
-            )
+            r[0] for r in conn.execute(sql.format(marks=",".join("?" * len(chunk))), chunk)
         )
     return found
+
+
+def known_manifests(conn: sqlite3.Connection, digests: list[str]) -> set[str]:
+    """Which of ``digests`` the log holds as manifests now."""
+    return _present(conn, "SELECT digest FROM p_manifests WHERE digest IN ({marks})", digests)
 
 
 def run_exists(conn: sqlite3.Connection, digests: list[str]) -> set[str]:
     """Which of ``digests`` are runs the log holds now."""
-    found: set[str] = set()
-    for i in range(0, len(digests), 500):
-        chunk = digests[i : i + 500]
-        marks = ",".join("?" * len(chunk))
-        found.update(
-            r[0]
-            for r in conn.execute(
-                f"SELECT run_digest FROM p_runs WHERE valid_to IS NULL AND run_digest IN ({marks})",
-                chunk,
-            )
-        )
-    return found
+    return _present(
+        conn,
+        "SELECT run_digest FROM p_runs WHERE valid_to IS NULL AND run_digest IN ({marks})",
+        digests,
+    )
 
 
 def latest_for_row(conn: sqlite3.Connection, row_key: str) -> str | None:
