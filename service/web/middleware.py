@@ -11,11 +11,10 @@ import structlog
 from litestar.middleware import ASGIMiddleware
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.logs import get_logger
+from service.logs import log_request
 
 __all__ = ["RequestLog"]
 
-_log = get_logger("benchproof.http")
 _PREFIX = secrets.token_hex(8)
 _COUNTER = itertools.count()
 
@@ -60,4 +59,4 @@ class RequestLog(ASGIMiddleware):
                 "bytes": size,
                 "ms": round((time.perf_counter() - start) * 1000, 3),
             }
-            _log.info("http.request", **fields)
+            log_request(request_id, fields)
