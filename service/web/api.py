@@ -135,13 +135,22 @@ def _at_instant(reader: Reader, instant: str) -> int:
     return size_at_instant(reader.conn, instant)
 
 
+def _if_none_match(raw: Any) -> str | None:
+    for name, value in raw:
+        if name == b"if-none-match":  # ASGI servers lower-case header names
+            return str(value.decode("latin-1"))
+    return None
+
+
 def respond(
     request: Request[Any, Any, Any], body: bytes, etag: str, *, pinned: bool, media_type: str = JSON
 ) -> Response[bytes]:
     """A cacheable read: ETag always; reads pinned to a tree size never change."""
     cache = "public, max-age=86400, immutable" if pinned else "no-cache"
     headers = {"ETag": etag, "Cache-Control": cache}
-    if request.headers.get("if-none-match") == etag:
+    # The raw ASGI headers, not ``request.headers``: building that mapping costs a twentieth of a
+    # cached read, and only this one header is needed.
+    if _if_none_match(request.scope["headers"]) == etag:
         return Response(content=b"", status_code=304, headers=headers, media_type=media_type)
     return Response(content=body, headers=headers, media_type=media_type)
 

@@ -56,7 +56,7 @@ def create_app(
         ],
         dependencies=deps,
         plugins=[problems.plugin()],
-        middleware=[RequestLog()],
+        middleware=[RequestLog],
         request_max_body_size=settings.max_body_bytes,
         template_config=TemplateConfig(directory=HERE / "templates", engine=JinjaTemplateEngine),
         openapi_config=OpenAPIConfig(

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 import structlog
-from litestar.middleware import ASGIMiddleware
+from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.logs import log_request
@@ -25,10 +25,19 @@ def _new_id() -> str:
     return f"{_PREFIX}{next(_COUNTER):016x}"
 
 
-class RequestLog(ASGIMiddleware):
-    """Binds ``request_id`` for the request's logs and writes one line when it ends."""
+class RequestLog:
+    """Binds ``request_id`` for the request's logs and writes one line when it ends. A plain ASGI
+    wrapper (litestar's middleware base adds a layer of calls on every request for exclusion
+    rules this does not use); lifespan and websocket scopes pass through."""
 
-    async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != ScopeType.HTTP:
+            await self.app(scope, receive, send)
+            return
+        next_app = self.app
         headers = dict(scope.get("headers", []))
         request_id = headers.get(b"x-request-id", b"").decode("latin-1")[:64] or _new_id()
         structlog.contextvars.clear_contextvars()
