@@ -23,6 +23,7 @@ from service.ingest.core import IngestResult
 from service.web.deps import LedgerDep, ReaderDep, TokensDep
 from service.web.problems import Unauthorized
 from service.web.reads import Reader, etag_of
+from service.web.responses import Prepared, if_none_match
 
 __all__ = ["API_HANDLERS"]
 
@@ -135,24 +136,21 @@ def _at_instant(reader: Reader, instant: str) -> int:
     return size_at_instant(reader.conn, instant)
 
 
-def _if_none_match(raw: Any) -> str | None:
-    for name, value in raw:
-        if name == b"if-none-match":  # ASGI servers lower-case header names
-            return str(value.decode("latin-1"))
-    return None
-
-
 def respond(
     request: Request[Any, Any, Any], body: bytes, etag: str, *, pinned: bool, media_type: str = JSON
 ) -> Response[bytes]:
     """A cacheable read: ETag always; reads pinned to a tree size never change."""
-    cache = "public, max-age=86400, immutable" if pinned else "no-cache"
-    headers = {"ETag": etag, "Cache-Control": cache}
-    # The raw ASGI headers, not ``request.headers``: building that mapping costs a twentieth of a
-    # cached read, and only this one header is needed.
-    if _if_none_match(request.scope["headers"]) == etag:
-        return Response(content=b"", status_code=304, headers=headers, media_type=media_type)
-    return Response(content=body, headers=headers, media_type=media_type)
+    cache = b"public, max-age=86400, immutable" if pinned else b"no-cache"
+    text = media_type.startswith("text/") and "charset=" not in media_type
+    content_type = f"{media_type}; charset=utf-8" if text else media_type
+    headers = [
+        (b"etag", etag.encode()),
+        (b"cache-control", cache),
+        (b"content-type", content_type.encode()),
+    ]
+    if if_none_match(request.scope["headers"]) == etag:
+        return Prepared(b"", headers[:2], status=304)
+    return Prepared(body, headers)
 
 
 def resolve(reader: Reader, ref: str, at: int | None) -> str:

@@ -83,8 +83,17 @@ def test_etag_and_conditional_get(client: Client) -> None:
     first = client.get(f"/v1/runs/{SEED}")
     etag = first.headers["etag"]
     assert first.headers["cache-control"] == "no-cache"
+    assert first.headers["content-type"] == "application/json"
+    assert int(first.headers["content-length"]) == len(first.content)
     again = client.get(f"/v1/runs/{SEED}", headers={"If-None-Match": etag})
     assert again.status_code == 304
+    assert again.content == b"" and again.headers["etag"] == etag
+    assert "content-type" not in again.headers
+    stale = client.get(f"/v1/runs/{SEED}", headers={"If-None-Match": '"not-it"'})
+    assert stale.status_code == 200 and stale.content == first.content
+    page = client.get(f"/runs/{SEED[7:19]}")
+    assert page.headers["content-type"] == "text/html; charset=utf-8"
+    assert int(page.headers["content-length"]) == len(page.content)
     pinned = client.get(f"/v1/runs/{SEED}?asOf={first.json()['asOf']}")
     assert "immutable" in pinned.headers["cache-control"]
 
