@@ -24,7 +24,7 @@ import msgspec
 from events.checkpoints import parse_checkpoint_body
 from events.entries import EVENT_PAYLOAD_TYPE, INTOTO_PAYLOAD_TYPE, Entry, payload_digest
 from events.errors import EventError, LogError
-from events.merkle import CompactRange, leaf_hash
+from events.merkle import CompactRange, leaf_hash, node_hash
 from events.store import node_id
 from events.types import EVENT_DECODER, KeyRegistered, KeyRevoked, KeyRotated
 from keys import KeyringError, NoteVerifier, VerifyingKey, open_note, pae
@@ -146,7 +146,8 @@ class _Checker:
         self.report = report
         self.keys: Mapping[str, KeyView] = {}
         self.publics: dict[str, VerifyingKey] = {}
-        self.edge = CompactRange()
+        self.size = 0
+        self.edge: list[bytes] = []  # the compact range's nodes, largest subtree first
         self.nodes = {
             int(node): bytes(h) for node, h in conn.execute("SELECT id, hash FROM tree_nodes")
         }
@@ -323,7 +324,7 @@ class _Checker:
         for seq, reason in failed:
             self.bad(seq, reason)
         for lh in hashes:
-            self._grow(self.edge.size, lh)
+            self._grow(lh)
 
     def finish(self) -> None:
         """Wait for every signature check still in flight."""
@@ -331,20 +332,33 @@ class _Checker:
             self._collect(self.pending.pop(0))
 
     # (5) the tree, grown leaf by leaf and compared with the stored nodes and checkpoints.
-    def _grow(self, seq: int, lh: bytes) -> None:
-        for level, index, h in self.edge.append(lh):
-            if level and self.nodes.get(node_id(level, index)) != h:
+    def _grow(self, lh: bytes) -> None:
+        """Append one leaf hash to the compact range (RFC 9162 §2.1.1), checking each perfect
+        node it completes against the stored one. Written out here rather than through
+        ``CompactRange.append``: this runs once per entry on the thread that holds the GIL."""
+        seq = index = self.size
+        edge, nodes = self.edge, self.nodes
+        node, level = lh, 0
+        while index >> level & 1:
+            node = node_hash(edge.pop(), node)
+            level += 1
+            if nodes.get(node_id(level, index >> level)) != node:
                 self.bad(
-                    seq, f"entry {seq}: stored tree node ({level}, {index}) is wrong or missing"
+                    seq,
+                    f"entry {seq}: stored tree node ({level}, {index >> level}) is wrong or missing",
                 )
-        size = self.edge.size
+        edge.append(node)
+        self.size = size = index + 1
         if size in self.checkpoint_roots:
-            self.roots[size] = self.edge.root()
+            self.roots[size] = self.root()
+
+    def root(self) -> bytes:
+        return CompactRange(self.size, self.edge).root()
 
     # (6) checkpoints.
     def checkpoints(self, origin: str) -> None:
         report = self.report
-        report.root = self.edge.root().hex()
+        report.root = self.root().hex()
         log_keys = [k for k in self.keys.values() if k.role == "log" and k.name == origin]
         verifiers = [
             NoteVerifier.for_key(origin, self.publics[k.keyId])
@@ -377,9 +391,7 @@ class _Checker:
                     report.entries,
                     f"entry {report.entries} is missing: the checkpoint at size {size} covers it",
                 )
-            elif body.root != self.roots.get(
-                size, self.edge.root() if size == report.entries else b""
-            ):
+            elif body.root != self.roots.get(size, self.root() if size == report.entries else b""):
                 self.bad(
                     where,
                     f"checkpoint at size {size}: its root is not the root of the log's first {size} entries",

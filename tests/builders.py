@@ -170,8 +170,8 @@ def key_registration(key: SigningKey, role: str) -> KeyRegistered:
     return KeyRegistered(
         keyId=key.key_id,
         publicKey=base64.b64encode(key.public.raw).decode(),
-        role=role,
-        name=f"{role}-{key.key_id[:8]}",  # type: ignore[arg-type]
+        role=role,  # type: ignore[arg-type]
+        name=f"{role}-{key.key_id[:8]}",
     )
 
 
