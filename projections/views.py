@@ -112,7 +112,7 @@ class Member(msgspec.Struct, frozen=True, array_like=True, order=True):
     value: float
 
 
-class LeaderChange(msgspec.Struct, frozen=True, omit_defaults=True):
+class LeaderChange(msgspec.Struct, frozen=True):
     """One entry of a group's leader history (KernelIndex ``record_events``)."""
 
     comparisonKey: str

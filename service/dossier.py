@@ -54,7 +54,7 @@ class Links(msgspec.Struct, frozen=True, omit_defaults=True):
     compareWithLeader: str | None = None
 
 
-class Dossier(msgspec.Struct, frozen=True, omit_defaults=True):
+class Dossier(msgspec.Struct, frozen=True):
     """One run as the log stood at ``asOf`` (a tree size)."""
 
     runDigest: str

@@ -69,7 +69,9 @@ class Plan(msgspec.Struct, kw_only=True):
     rejected: list[Rejected] = msgspec.field(default_factory=list)
 
 
-class IngestResult(msgspec.Struct, kw_only=True):
+class IngestResult(msgspec.Struct, kw_only=True, rename="camel"):
+    """What an import did (as JSON, camelCase like the rest of the API)."""
+
     runs_appended: int = 0
     runs_known: int = 0
     manifests_appended: int = 0

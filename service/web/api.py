@@ -4,6 +4,7 @@ every read takes ``asOf`` (a tree size or an RFC 3339 instant of the log's recor
 from __future__ import annotations
 
 import tempfile
+from base64 import b64encode
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,19 +12,19 @@ import msgspec
 from litestar import Request, Response, get, post
 from litestar.params import FromPath, FromQuery, QueryParameter, RawBody
 
-from events.errors import ProofError
+from events.errors import EventError, ProofError
 from events.store import size_at_instant
 from projections import queries
 from projections.errors import UnknownRun
 from service.asof import parse_as_of
 from service.dossier import Dossier, build_dossier, short_id
-from service.errors import UsageError
+from service.errors import NotFound, ServiceError, UsageError
 from service.ingest.api import SOURCES, run_import
 from service.ingest.core import IngestResult
 from service.web.deps import LedgerDep, ReaderDep, TokensDep
 from service.web.problems import Unauthorized
 from service.web.reads import Reader, etag_of
-from service.web.responses import Prepared, if_none_match
+from service.web.responses import Prepared, etag_matches, if_none_match
 
 __all__ = ["API_HANDLERS"]
 
@@ -136,6 +137,17 @@ def _at_instant(reader: Reader, instant: str) -> int:
     return size_at_instant(reader.conn, instant)
 
 
+def settled(reader: Reader, text: str | None, at: int | None) -> bool:
+    """Whether the view ``asOf`` names can never change, so the answer may be cached for good.
+
+    A tree size is fixed once the log has reached it. An instant is fixed once the log holds an
+    entry recorded after it (recording times never decrease); an instant at or beyond the
+    latest entry (the future included) names the current size, which grows."""
+    if at is None or text is None:
+        return False
+    return text.strip().isdigit() or at < reader.size()
+
+
 def respond(
     request: Request[Any, Any, Any], body: bytes, etag: str, *, pinned: bool, media_type: str = JSON
 ) -> Response[bytes]:
@@ -148,7 +160,7 @@ def respond(
         (b"cache-control", cache),
         (b"content-type", content_type.encode()),
     ]
-    if if_none_match(request.scope["headers"]) == etag:
+    if etag_matches(if_none_match(request.scope["headers"]), etag):
         return Prepared(b"", headers[:2], status=304)
     return Prepared(body, headers)
 
@@ -192,7 +204,7 @@ async def run_show(
     # Keyed by the reference as asked and the log size: what a reference names can only change
     # when the log grows (an alias gaining a second run), and then the size differs.
     body, etag = reader.cached(("run", ref, at, size), make)
-    return respond(request, body, etag, pinned=at is not None)  # type: ignore[return-value]
+    return respond(request, body, etag, pinned=settled(reader, as_of_text, at))  # type: ignore[return-value]
 
 
 def _run_part(
@@ -204,7 +216,11 @@ def _run_part(
     if dossier is None:
         raise UnknownRun(f"no run matches {ref!r}")
     body = _ENC.encode(dossier.manifest if part == "manifest" else dossier.history)
-    return respond(request, body, etag_of(body), pinned=part == "manifest" or at is not None)
+    # A run's manifest never changes, but what a short id or alias names can (an alias gaining a
+    # second run): only a full digest pins it.
+    by_digest = ref.startswith("sha256:") and ref == digest
+    pinned = settled(reader, as_of_text, at) or (part == "manifest" and by_digest)
+    return respond(request, body, etag_of(body), pinned=pinned)
 
 
 @get("/v1/runs", tags=["runs"])
@@ -243,7 +259,7 @@ async def runs_list(
         items, reader.size() if at is None else at, items[-1].runDigest if more else None
     )
     body = _ENC.encode(page)
-    return respond(request, body, etag_of(body), pinned=at is not None)  # type: ignore[return-value]
+    return respond(request, body, etag_of(body), pinned=settled(reader, as_of_text, at))  # type: ignore[return-value]
 
 
 @get("/v1/groups/{key:str}", tags=["groups"])
@@ -255,7 +271,7 @@ async def group_show(
     group = queries.group(reader.conn, key, at)
     ranked = [Ranked(r, summary(v)) for r, v in queries.ranked_members(reader.conn, key, at)]
     body = _ENC.encode(GroupPage(group, ranked, reader.size() if at is None else at))
-    return respond(request, body, etag_of(body), pinned=at is not None)  # type: ignore[return-value]
+    return respond(request, body, etag_of(body), pinned=settled(reader, as_of_text, at))  # type: ignore[return-value]
 
 
 @get("/v1/groups/{key:str}/history", tags=["groups"])
@@ -266,7 +282,7 @@ async def group_history(
     at = as_of(reader, as_of_text)
     queries.group(reader.conn, key, at)  # 404 for an unknown group
     body = _ENC.encode(list(queries.leader_history(reader.conn, key, at)))
-    return respond(request, body, etag_of(body), pinned=at is not None)  # type: ignore[return-value]
+    return respond(request, body, etag_of(body), pinned=settled(reader, as_of_text, at))  # type: ignore[return-value]
 
 
 _COMPARED = (
@@ -315,80 +331,109 @@ async def compare(
     comparison key that differs), or say they are comparable (one comparison group)."""
     at = as_of(reader, as_of_text)
     body = _ENC.encode(compare_runs(reader, runs, at))
-    return respond(request, body, etag_of(body), pinned=at is not None)  # type: ignore[return-value]
+    return respond(request, body, etag_of(body), pinned=settled(reader, as_of_text, at))  # type: ignore[return-value]
 
 
 @get("/v1/log/checkpoint", tags=["log"], media_type="text/plain")
-async def log_checkpoint(reader: ReaderDep, ledger: LedgerDep) -> Response[bytes]:
-    """The latest signed checkpoint note (C2SP tlog-checkpoint), covering every committed entry."""
-    latest = ledger.store.latest_checkpoint()
-    if latest is None or latest[0] != ledger.store.refresh():
-        latest = ledger.store.publish_checkpoint(ledger.signers.sign_checkpoint, ledger.clock())
-    return Response(
-        content=latest[1],
-        media_type="text/plain; charset=utf-8",
-        headers={"Cache-Control": "no-cache"},
+async def log_checkpoint(
+    request: Request[Any, Any, Any], reader: ReaderDep, ledger: LedgerDep, as_of_text: AsOf = None
+) -> Response[bytes]:
+    """The latest signed checkpoint note (C2SP tlog-checkpoint), covering every committed entry;
+    with ``asOf``, the latest one signed for a tree size at or below it (404 if none)."""
+    at = as_of(reader, as_of_text)
+    if at is None:
+        latest = ledger.store.latest_checkpoint()
+        if latest is None or latest[0] != ledger.store.refresh():
+            latest = ledger.store.publish_checkpoint(ledger.signers.sign_checkpoint, ledger.clock())
+        note = latest[1]
+    else:
+        row = reader.conn.execute(
+            "SELECT note FROM checkpoints WHERE size <= ? ORDER BY size DESC LIMIT 1", (at,)
+        ).fetchone()
+        if row is None:
+            raise NotFound(f"no checkpoint was signed for a tree size at or below {at}")
+        note = bytes(row[0])
+    return respond(
+        request,
+        note,
+        etag_of(note),
+        pinned=settled(reader, as_of_text, at),
+        media_type="text/plain",
     )
 
 
 @get("/v1/log/key", tags=["log"], media_type="text/plain")
-async def log_key(ledger: LedgerDep) -> Response[bytes]:
-    """The log's verifier key: C2SP vkey ``<origin>+<keyhash>+<base64>``."""
-    return Response(
-        content=ledger.signers.vkey.encode() + b"\n", media_type="text/plain; charset=utf-8"
-    )
+async def log_key(request: Request[Any, Any, Any], ledger: LedgerDep) -> Response[bytes]:
+    """The log's verifier key: C2SP vkey ``<origin>+<keyhash>+<base64>`` (fixed for the life of
+    the log)."""
+    body = ledger.signers.vkey.encode() + b"\n"
+    return respond(request, body, etag_of(body), pinned=True, media_type="text/plain")
 
 
 @get("/v1/log/entries", tags=["log"])
 async def log_entries(
+    request: Request[Any, Any, Any],
     reader: ReaderDep,
     start: Annotated[int, QueryParameter(ge=0)] = 0,
     end: Annotated[int | None, QueryParameter(ge=0)] = None,
-) -> Entries:
-    """Entries ``start <= index < end`` (at most 1000): base64 of the exact leaf bytes."""
-    import base64
-
-    size = reader.size()
+    as_of_text: AsOf = None,
+) -> Response[Entries]:
+    """Entries ``start <= index < end`` (at most 1000) of the log as of ``asOf`` (default: now):
+    base64 of the exact leaf bytes. ``treeSize`` is the size they were read against."""
+    at = as_of(reader, as_of_text)
+    size = reader.size() if at is None else at
     stop = min(size if end is None else end, start + 1000, size)
     rows = reader.conn.execute(
         "SELECT seq, leaf FROM entries WHERE seq >= ? AND seq < ? ORDER BY seq", (start, stop)
     )
-    return Entries(
-        [LeafItem(int(s), base64.b64encode(bytes(leaf)).decode()) for s, leaf in rows], size
-    )
+    page = Entries([LeafItem(int(s), b64encode(bytes(leaf)).decode()) for s, leaf in rows], size)
+    body = _ENC.encode(page)
+    # Leaves never change: a page whose size is fixed is fixed.
+    return respond(request, body, etag_of(body), pinned=settled(reader, as_of_text, at))  # type: ignore[return-value]
 
 
 @get("/v1/log/proof/inclusion", tags=["log"])
 async def proof_inclusion(
+    request: Request[Any, Any, Any],
+    reader: ReaderDep,
     ledger: LedgerDep,
     index: Annotated[int, QueryParameter(ge=0)],
     size: Annotated[int | None, QueryParameter(ge=1)] = None,
-) -> Proof:
-    """RFC 6962 inclusion proof of entry ``index`` in the tree of ``size`` (default: all)."""
-    import base64
-
-    tree = ledger.store.refresh() if size is None else size
+    as_of_text: AsOf = None,
+) -> Response[Proof]:
+    """RFC 6962 inclusion proof of entry ``index`` in the tree of ``size`` (default: the size
+    ``asOf`` names, or the whole log)."""
+    at = as_of(reader, as_of_text)
+    tree = size if size is not None else at if at is not None else ledger.store.refresh()
     try:
         hashes = ledger.store.inclusion_proof(index, tree)
     except ProofError as exc:
         raise UsageError(exc.detail) from None
-    return Proof(index, tree, [base64.b64encode(h).decode() for h in hashes])
+    body = _ENC.encode(Proof(index, tree, [b64encode(h).decode() for h in hashes]))
+    pinned = size is not None or settled(reader, as_of_text, at)
+    return respond(request, body, etag_of(body), pinned=pinned)  # type: ignore[return-value]
 
 
 @get("/v1/log/proof/consistency", tags=["log"])
 async def proof_consistency(
+    request: Request[Any, Any, Any],
+    reader: ReaderDep,
     ledger: LedgerDep,
     old: Annotated[int, QueryParameter(ge=1)],
-    new: Annotated[int, QueryParameter(ge=1)],
-) -> ConsistencyProof:
-    """RFC 6962 consistency proof from ``old`` to ``new`` entries."""
-    import base64
-
+    new: Annotated[int | None, QueryParameter(ge=1)] = None,
+    as_of_text: AsOf = None,
+) -> Response[ConsistencyProof]:
+    """RFC 6962 consistency proof from ``old`` to ``new`` entries (default: the size ``asOf``
+    names, or the whole log)."""
+    at = as_of(reader, as_of_text)
+    tree = new if new is not None else at if at is not None else ledger.store.refresh()
     try:
-        hashes = ledger.store.consistency_proof(old, new)
+        hashes = ledger.store.consistency_proof(old, tree)
     except ProofError as exc:
         raise UsageError(exc.detail) from None
-    return ConsistencyProof(old, new, [base64.b64encode(h).decode() for h in hashes])
+    body = _ENC.encode(ConsistencyProof(old, tree, [b64encode(h).decode() for h in hashes]))
+    pinned = new is not None or settled(reader, as_of_text, at)
+    return respond(request, body, etag_of(body), pinned=pinned)  # type: ignore[return-value]
 
 
 _SUFFIX = {
@@ -427,7 +472,17 @@ def ingest(
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / name
         path.write_bytes(body)
-        result, _ = run_import(ledger, source, [path])
+        try:
+            result, _ = run_import(ledger, source, [path])
+        except (ServiceError, EventError) as exc:
+            # Messages name the file they read: name the upload, not the server's temp folder.
+            hidden = str(Path(tmp)) + "/"
+            exc.detail = exc.detail.replace(hidden, "")
+            exc.args = tuple(a.replace(hidden, "") if isinstance(a, str) else a for a in exc.args)
+            report = exc.details.get("report")
+            if isinstance(report, list):
+                exc.details["report"] = [str(r).replace(hidden, "") for r in report]
+            raise
     reader.invalidate()
     return result
 

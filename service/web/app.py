@@ -19,12 +19,20 @@ from service.logs import configure_logging
 from service.web import problems
 from service.web.api import API_HANDLERS
 from service.web.auth import TokenStore
-from service.web.middleware import RequestLog
+from service.web.middleware import RequestLog, head_as_get
 from service.web.reads import Reader
 
 __all__ = ["create_app"]
 
 HERE = Path(__file__).parent
+
+
+class BenchproofApp(Litestar):
+    """The litestar app, answering ``HEAD`` on every ``GET`` route."""
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        scope, send = head_as_get(scope, send)
+        await super().__call__(scope, receive, send)
 
 
 def create_app(
@@ -48,7 +56,7 @@ def create_app(
         "tokens": Provide(lambda: tokens, use_cache=True, sync_to_thread=False),
         "settings": Provide(lambda: settings, use_cache=True, sync_to_thread=False),
     }
-    return Litestar(
+    return BenchproofApp(
         route_handlers=[
             *API_HANDLERS,
             *PAGE_HANDLERS,

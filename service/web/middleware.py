@@ -1,4 +1,5 @@
-"""One canonical log line per request, with a request id (taken from ``X-Request-ID`` or new)."""
+"""One canonical log line per request, with a request id (taken from ``X-Request-ID`` or new);
+and ``HEAD`` on every read, answered as the ``GET`` would be without its body (RFC 9110 §9.3.2)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.logs import log_request
 
-__all__ = ["RequestLog"]
+__all__ = ["HEAD_MARK", "RequestLog", "head_as_get"]
+
+HEAD_MARK = "benchproof.head"
 
 _PREFIX = secrets.token_hex(8)
 _COUNTER = itertools.count()
@@ -38,6 +41,7 @@ class RequestLog:
             await self.app(scope, receive, send)
             return
         next_app = self.app
+        head = bool(scope.get(HEAD_MARK))
         headers = dict(scope.get("headers", []))
         request_id = headers.get(b"x-request-id", b"").decode("latin-1")[:64] or _new_id()
         structlog.contextvars.clear_contextvars()
@@ -62,10 +66,26 @@ class RequestLog:
             await next_app(scope, receive, send_wrapper)
         finally:
             fields: dict[str, Any] = {
-                "method": scope.get("method"),
+                "method": "HEAD" if head else scope.get("method"),
                 "path": scope.get("path"),
                 "status": status,
                 "bytes": size,
                 "ms": round((time.perf_counter() - start) * 1000, 3),
             }
             log_request(request_id, fields)
+
+
+def head_as_get(scope: Scope, send: Send) -> tuple[Scope, Send]:
+    """A ``HEAD`` request as the ``GET`` it mirrors, and a ``send`` that drops the body (the
+    headers, ``content-length`` included, stay those of the ``GET``). Applied before routing, so
+    every GET route answers HEAD too."""
+    if scope["type"] != ScopeType.HTTP or scope.get("method") != "HEAD":
+        return scope, send
+    as_get: Any = {**scope, "method": "GET", HEAD_MARK: True}
+
+    async def bodiless(message: Message) -> None:
+        if message["type"] == "http.response.body":
+            message = {**message, "body": b""}
+        await send(message)
+
+    return as_get, bodiless

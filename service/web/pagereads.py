@@ -78,7 +78,8 @@ def search_runs(
     after: str | None = None,
     limit: int = 50,
 ) -> list[RunView]:
-    """Runs whose name, title or benchmark contains ``text`` (case-insensitive), of ``source``
+    """Runs whose name, title, benchmark or operation (name or title) contains ``text``
+    (case-insensitive), of ``source``
     on ``hardware``, ordered by digest after the keyset cursor ``after``; at most ``limit``."""
     p = _at(as_of)
     clauses = [_LIVE]
@@ -95,14 +96,23 @@ def search_runs(
     if text:
         # The views are stored as JSON bytes; SQLite's JSON functions read text only.
         fields = ("$.name", "$.title", "$.benchmark")
+        # A run also matches by its operation's name or title (an OperationSpec the log holds).
+        operation = (
+            "json_extract(CAST(view AS TEXT), '$.operationDigest') IN (SELECT digest FROM"
+            " p_manifests WHERE kind = 'OperationSpec' AND valid_from <= ? AND (name LIKE ?"
+            " ESCAPE '\\' OR json_extract(CAST(body AS TEXT), '$.metadata.title') LIKE ?"
+            " ESCAPE '\\'))"
+        )
         clauses.append(
             "("
             + " OR ".join(
                 f"json_extract(CAST(view AS TEXT), '{f}') LIKE ? ESCAPE '\\'" for f in fields
             )
+            + " OR "
+            + operation
             + ")"
         )
-        params += [_like(text)] * len(fields)
+        params += [_like(text)] * len(fields) + [p, _like(text), _like(text)]
     where = " AND ".join(clauses)
     sql = f"SELECT view FROM p_runs WHERE {where} ORDER BY run_digest LIMIT ?"  # noqa: S608 - fixed fragments only; values are bound
     params.append(limit)

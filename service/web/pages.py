@@ -25,17 +25,30 @@ from service.dossier import Dossier, build_dossier, short_id
 from service.errors import ServiceError
 from service.logs import get_logger
 from service.web import present
-from service.web.api import AsOf, as_of, compare_runs, resolve, respond
+from service.web.api import AsOf, as_of, compare_runs, resolve, respond, settled
 from service.web.charts import bar_chart
 from service.web.deps import LedgerDep, ReaderDep
 from service.web.pagereads import hardware_names, recent_entries, search_runs, sources
 from service.web.problems import to_problem
-from service.web.reads import Reader
+from service.web.reads import Reader, etag_of
 
 __all__ = ["PAGE_HANDLERS"]
 
 _log = get_logger("benchproof.pages")
 PAGE_SIZE = 50
+
+
+HTML = "text/html; charset=utf-8"
+
+
+def _html(
+    request: Request[Any, Any, Any], template: str, context: dict[str, Any], *, pinned: bool
+) -> Response[bytes]:
+    """A page rendered now and answered like any read: with its ETag (304 when it matches)."""
+    engine = request.app.template_engine
+    assert engine is not None  # noqa: S101 - create_app configures Jinja
+    body = engine.get_template(template).render(**context, request=request).encode()
+    return respond(request, body, etag_of(body), pinned=pinned, media_type=HTML)
 
 
 def _artifacts(d: Dossier) -> list[dict[str, Any]]:
@@ -79,9 +92,7 @@ def run_page(
     # A page is a function of the reference as of a size, the host it is served for and the day
     # (its citation's access date): rendered once per such key.
     body, etag = reader.cached(("page", text, at, size, base, accessed), render)
-    return respond(
-        request, body, etag, pinned=at is not None, media_type="text/html; charset=utf-8"
-    )
+    return respond(request, body, etag, pinned=settled(reader, as_of_text, at), media_type=HTML)
 
 
 def _run_context(
@@ -174,7 +185,9 @@ def _candidates_page(
 
 
 @get("/groups/{key:str}", include_in_schema=False, sync_to_thread=True)
-def group_page(reader: ReaderDep, key: FromPath[str], as_of_text: AsOf = None) -> Template:
+def group_page(
+    request: Request[Any, Any, Any], reader: ReaderDep, key: FromPath[str], as_of_text: AsOf = None
+) -> Response[bytes]:
     """A comparison group's leaderboard: ranked runs, a bar chart and the leader history."""
     at = as_of(reader, as_of_text)
     urls = present.Urls(at)
@@ -259,13 +272,16 @@ def group_page(reader: ReaderDep, key: FromPath[str], as_of_text: AsOf = None) -
         "urls": urls,
         "as_of": at,
     }
-    return Template(template_name="group.html", context=context)
+    return _html(request, "group.html", context, pinned=settled(reader, as_of_text, at))
 
 
 @get("/compare", include_in_schema=False, sync_to_thread=True)
 def compare_page(
-    reader: ReaderDep, runs: FromQuery[str | None] = None, as_of_text: AsOf = None
-) -> Template:
+    request: Request[Any, Any, Any],
+    reader: ReaderDep,
+    runs: FromQuery[str | None] = None,
+    as_of_text: AsOf = None,
+) -> Response[bytes]:
     """Runs side by side: the first material mismatch named, differing fields marked."""
     at = as_of(reader, as_of_text)
     c = compare_runs(reader, runs, at) if runs else None
@@ -281,18 +297,19 @@ def compare_page(
         "urls": present.Urls(at),
         "as_of": at,
     }
-    return Template(template_name="compare.html", context=context)
+    return _html(request, "compare.html", context, pinned=settled(reader, as_of_text, at))
 
 
 @get("/", include_in_schema=False, sync_to_thread=True)
 def home_page(
+    request: Request[Any, Any, Any],
     reader: ReaderDep,
     as_of_text: AsOf = None,
     q: FromQuery[str | None] = None,
     source: FromQuery[str | None] = None,
     hardware: FromQuery[str | None] = None,
     after: FromQuery[str | None] = None,
-) -> Template:
+) -> Response[bytes]:
     """Search by operation, hardware and source (keyset pages), and the sources' notices."""
     at = as_of(reader, as_of_text)
     urls = present.Urls(at)
@@ -333,25 +350,35 @@ def home_page(
         "urls": urls,
         "as_of": at,
     }
-    return Template(template_name="home.html", context=context)
+    return _html(request, "home.html", context, pinned=settled(reader, as_of_text, at))
 
 
-@get("/log", include_in_schema=False)
-async def log_page(reader: ReaderDep, ledger: LedgerDep) -> Template:
-    """The log: origin, size, the latest signed checkpoint, the key, the last 20 entries."""
-    latest = ledger.store.latest_checkpoint()
-    if latest is None or latest[0] != ledger.store.refresh():
-        latest = ledger.store.publish_checkpoint(ledger.signers.sign_checkpoint, ledger.clock())
-    size = reader.size()
+@get("/log", include_in_schema=False, sync_to_thread=True)
+def log_page(
+    request: Request[Any, Any, Any], reader: ReaderDep, ledger: LedgerDep, as_of_text: AsOf = None
+) -> Response[bytes]:
+    """The log: origin, size, the latest signed checkpoint (as of ``asOf``: the latest signed
+    at or below that size), the key, the last 20 entries."""
+    at = as_of(reader, as_of_text)
+    if at is None:
+        latest = ledger.store.latest_checkpoint()
+        if latest is None or latest[0] != ledger.store.refresh():
+            latest = ledger.store.publish_checkpoint(ledger.signers.sign_checkpoint, ledger.clock())
+        size, note = reader.size(), latest[1].decode()
+    else:
+        row = reader.conn.execute(
+            "SELECT note FROM checkpoints WHERE size <= ? ORDER BY size DESC LIMIT 1", (at,)
+        ).fetchone()
+        size, note = at, bytes(row[0]).decode() if row else "(no checkpoint signed yet)"
     context = {
         "origin": reader.store.origin,
         "size": size,
-        "checkpoint": latest[1].decode(),
+        "checkpoint": note,
         "vkey": ledger.signers.vkey,
         "entries": recent_entries(reader.conn, size),
-        "as_of": None,
+        "as_of": at,
     }
-    return Template(template_name="log.html", context=context)
+    return _html(request, "log.html", context, pinned=settled(reader, as_of_text, at))
 
 
 def error_page(request: Request[Any, Any, Any], exc: Exception) -> Template:

@@ -76,6 +76,7 @@ def to_problem(exc: Exception) -> ProblemDetailsException:
     spec = next((PROBLEMS[c] for c in type(exc).__mro__ if c in PROBLEMS), FALLBACK)
     detail = getattr(exc, "detail", str(exc))
     details = getattr(exc, "details", {})
+    headers = {"WWW-Authenticate": 'Bearer realm="benchproof"'} if spec.status == 401 else None
     if spec.status >= 500:
         return ProblemDetailsException(
             type_=spec.type_uri,
@@ -89,6 +90,7 @@ def to_problem(exc: Exception) -> ProblemDetailsException:
         status_code=spec.status,
         detail=detail,
         extra=_jsonable(details) if details else None,
+        headers=headers,
     )
 
 
@@ -119,6 +121,7 @@ def plugin() -> ProblemDetailsPlugin:
     roots: tuple[type[Exception], ...] = (EventError, KeyringError, ProjectionError, ServiceError)
     mapping: dict[type[Exception], Any] = {root: to_problem for root in roots}
     mapping[ValidationException] = invalid_request
+    mapping[HTTPException] = http_problem  # routing 404, 405, 413... (after the default one)
     return ProblemDetailsPlugin(
         ProblemDetailsConfig(
             enable_for_all_http_exceptions=True, exception_to_problem_detail_map=mapping

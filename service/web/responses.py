@@ -13,7 +13,7 @@ from typing import Any
 from litestar import Response
 from litestar.types import Receive, Scope, Send
 
-__all__ = ["Prepared", "if_none_match"]
+__all__ = ["Prepared", "etag_matches", "if_none_match"]
 
 
 class _Send:
@@ -53,3 +53,14 @@ def if_none_match(raw: Any) -> str | None:
         if name == b"if-none-match":  # ASGI servers lower-case header names
             return str(value.decode("latin-1"))
     return None
+
+
+def etag_matches(header: str | None, etag: str) -> bool:
+    """RFC 9110 §13.1.2: ``If-None-Match`` matches when it is ``*`` or lists ``etag`` under the
+    weak comparison (a ``W/`` prefix on either side is ignored)."""
+    if header is None:
+        return False
+    if header.strip() == "*":
+        return True
+    ours = etag.removeprefix("W/")
+    return any(tag.strip().removeprefix("W/") == ours for tag in header.split(","))

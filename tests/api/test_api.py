@@ -248,3 +248,90 @@ def test_request_id_is_echoed(client: Client) -> None:
     r = client.get("/healthz", headers={"X-Request-ID": "req-123"})
     assert r.headers["x-request-id"] == "req-123"
     assert len(client.get("/healthz").headers["x-request-id"]) == 32
+
+
+def test_if_none_match_uses_weak_comparison_lists_and_star(client: Client) -> None:
+    etag = client.get(f"/v1/runs/{SEED}").headers["etag"]
+    for header in (etag, f"W/{etag}", f'"other", {etag}', "*"):
+        r = client.get(f"/v1/runs/{SEED}", headers={"If-None-Match": header})
+        assert r.status_code == 304, header
+    assert client.get(f"/v1/runs/{SEED}", headers={"If-None-Match": '"a", "b"'}).status_code == 200
+
+
+def test_only_settled_as_of_reads_are_cached_for_good(client: Client) -> None:
+    size = client.get("/healthz").json()["treeSize"]
+    by_size = client.get(f"/v1/runs/{SEED}?asOf={size}")
+    assert "immutable" in by_size.headers["cache-control"]
+    # An instant past the last entry names the current size, which grows: not settled.
+    future = client.get(f"/v1/runs/{SEED}?asOf=2999-01-01T00:00:00Z")
+    assert future.status_code == 200
+    assert future.headers["cache-control"] == "no-cache"
+    # Reached by a short id, a run's manifest may change meaning (the id gaining a second run).
+    assert client.get(f"/v1/runs/{SEED[7:19]}/manifest").headers["cache-control"] == "no-cache"
+    assert "immutable" in client.get(f"/v1/runs/{SEED}/manifest").headers["cache-control"]
+
+
+def test_every_read_has_an_etag_and_answers_head(client: Client) -> None:
+    size = client.get("/healthz").json()["treeSize"]
+    key = client.get(f"/v1/runs/{SEED}").json()["comparisonKey"] or ""
+    reads = [
+        "/v1/log/checkpoint",
+        "/v1/log/key",
+        "/v1/log/entries?start=0&end=2",
+        f"/v1/log/proof/inclusion?index=0&size={size}",
+        f"/v1/log/proof/consistency?old=1&new={size}",
+        "/",
+        "/log",
+        f"/compare?runs={SEED[7:19]},{SEED[7:19]}",
+        f"/runs/{SEED[7:19]}",
+    ]
+    if key:
+        reads.append(f"/groups/{key}")
+    for path in reads:
+        r = client.get(path)
+        assert r.status_code == 200, (path, r.text)
+        etag = r.headers["etag"]
+        assert client.get(path, headers={"If-None-Match": etag}).status_code == 304, path
+        head = client.head(path)
+        assert head.status_code == 200, path
+        assert head.content == b"" and head.headers["etag"] == etag, path
+        assert int(head.headers["content-length"]) == len(r.content), path
+    for path in ("/v1/log/checkpoint", "/v1/log/key"):
+        assert client.get(path).headers["content-type"] == "text/plain; charset=utf-8"
+
+
+def test_log_reads_take_as_of(client: Client) -> None:
+    size = client.get("/healthz").json()["treeSize"]
+    entries = client.get("/v1/log/entries?asOf=3").json()
+    assert entries["treeSize"] == 3 and [e["index"] for e in entries["entries"]] == [0, 1, 2]
+    proof = client.get("/v1/log/proof/inclusion?index=1&asOf=3").json()
+    assert proof["treeSize"] == 3
+    old = client.get(f"/v1/log/checkpoint?asOf={size}").text
+    assert old == client.get("/v1/log/checkpoint").text
+    early = client.get("/v1/log/checkpoint?asOf=2")
+    assert early.status_code == 200
+    assert open_checkpoint(early.content, client.get("/v1/log/key").text)[1] <= 2
+    _problem(client.get("/v1/log/checkpoint?asOf=1"), 404)
+    assert client.get("/v1/log/proof/consistency?old=1&asOf=3").json()["newSize"] == 3
+    page = client.get("/log?asOf=3")
+    assert page.status_code == 200 and "immutable" in page.headers["cache-control"]
+
+
+def test_framework_errors_are_our_problems(client: Client) -> None:
+    missing = _problem(client.get("/v1/nothing-here"), 404)
+    assert missing["type"].startswith("https://benchproof.dev/problems/")
+    wrong = _problem(client.delete("/v1/runs"), 405)
+    assert wrong["type"].startswith("https://benchproof.dev/problems/")
+    unauthorized = client.post("/v1/ingest/manifest", content=b"{}")
+    assert unauthorized.status_code == 401
+    assert unauthorized.headers["www-authenticate"].startswith("Bearer")
+
+
+def test_ingest_errors_name_the_upload_not_a_server_path(client: Client, data: Data) -> None:
+    auth = {"authorization": f"Bearer {data.token}", "content-type": "application/json"}
+    problem = _problem(client.post("/v1/ingest/manifest", content=b"{not json", headers=auth), 422)
+    assert "/tmp" not in json.dumps(problem)
+    assert "upload.json" in problem["detail"]
+    body = shared_file("seed-manifest.json").read_bytes()
+    result = client.post("/v1/ingest/manifest", content=body, headers=auth).json()
+    assert {"entries", "runsKnown", "runsAppended"} <= set(result)

@@ -95,7 +95,7 @@ def test_ingest_with_a_token_over_the_wire(base: str, data: Data) -> None:
         headers={"authorization": f"Bearer {data.token}", "content-type": "application/json"},
     )
     assert r.status_code == 200, r.text
-    assert r.json()["runs_known"] == 1
+    assert r.json()["runsKnown"] == 1
 
 
 def test_the_dossier_page(base: str) -> None:
