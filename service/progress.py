@@ -23,6 +23,16 @@ class Progress:
         self._last = 0.0
         self._start = time.monotonic()
 
+    def expect(self, total: int) -> None:
+        """Set the total once it is known (the bar then fills towards it)."""
+        self.total = total
+
+    def note(self, text: str) -> None:
+        """A one-line status before the counting starts (a terminal only)."""
+        if self.enabled:
+            self.stream.write(f"{self.label}: {text}\n")
+            self.stream.flush()
+
     def advance(self, n: int = 1) -> None:
         self.done += n
         now = time.monotonic()

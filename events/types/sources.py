@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from events.types.base import Event
+from events.types.base import Event, Origin
 
 
 class SourceRegistered(Event, frozen=True, tag="source.registered.v1", omit_defaults=True):
@@ -13,6 +13,8 @@ class SourceRegistered(Event, frozen=True, tag="source.registered.v1", omit_defa
     url: str | None = None
     license: str | None = None
     notice: str | None = None
+    # The snapshot and importer the registration came with (None when not from an import).
+    origin: Origin | None = None
 
 
 SourceEvent = SourceRegistered

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 import msgspec
 
 from service.commands.base import Sub
-from service.ingest.api import SOURCES, run_import
+from service.errors import UsageError
+from service.ingest.api import SOURCES, commit_plan, plan_import
+from service.ingest.core import Rejected
 from service.ledger import Ledger
 from service.progress import Progress
 
@@ -48,15 +51,38 @@ def _run(args: argparse.Namespace) -> int:
         Ledger.open(args.data) as ledger,
         Progress(f"ingest {args.source}: entries written") as bar,
     ):
-        result, rejected = run_import(
-            ledger, args.source, args.paths, skip_invalid=args.skip_invalid, progress=bar.advance
-        )
-    if rejected:
-        with args.rejected.open("wb") as fh:
-            for r in rejected:
-                fh.write(msgspec.json.encode(r) + b"\n")
+        bar.note(f"reading and checking {', '.join(map(str, args.paths))}…")
+        plan = plan_import(args.source, args.paths, skip_invalid=args.skip_invalid)
+        partial = _write_partial(args.rejected, plan.rejected) if plan.rejected else None
+        try:
+            result = commit_plan(ledger, plan, progress=bar.advance, expect=bar.expect)
+        except BaseException:
+            if partial is not None:
+                partial.unlink(missing_ok=True)
+            raise
+    if partial is not None:
+        os.replace(partial, args.rejected)
         sys.stderr.write(
-            f"benchproof: {len(rejected)} invalid rows skipped; written with reasons to {args.rejected}\n"
+            f"benchproof: {len(plan.rejected)} invalid rows skipped; written with reasons to {args.rejected}\n"
         )
     sys.stdout.write(result.summary() + "\n")
     return 0
+
+
+def _write_partial(path: Path, rejected: list[Rejected]) -> Path:
+    """The rejected rows, written beside ``path`` before anything is appended; moved into place
+    once the import has committed, so either both happen or neither.
+
+    Raises:
+        UsageError: the file cannot be written (nothing has been appended).
+    """
+    partial = path.with_name(path.name + ".partial")
+    try:
+        with partial.open("wb") as fh:
+            for r in rejected:
+                fh.write(msgspec.json.encode(r) + b"\n")
+    except OSError as exc:
+        raise UsageError(
+            f"cannot write the rejected rows to {path}: {exc.strerror}; nothing was appended"
+        ) from None
+    return partial

@@ -12,7 +12,7 @@ from service.errors import InvalidInput, UsageError
 from service.ingest.core import IngestResult, Plan, Rejected, commit
 from service.ledger import Ledger
 
-__all__ = ["SOURCES", "importer", "plan_import", "run_import"]
+__all__ = ["SOURCES", "commit_plan", "importer", "plan_import", "run_import"]
 
 SOURCES: dict[str, str] = {
     "manifest": "service.ingest.manifests",
@@ -44,12 +44,31 @@ def plan_import(source: str, paths: Sequence[Path], *, skip_invalid: bool = Fals
     """
     plan: Plan = importer(source).plan(list(paths))
     if plan.rejected and not skip_invalid:
+        report = [f"{r.file}: {r.row}: {r.reason}" for r in plan.rejected]
         raise InvalidInput(
-            f"{len(plan.rejected)} invalid rows: the import is refused whole and nothing was "
-            "appended (--skip-invalid imports the valid rows and writes the rejected ones to a file)",
-            report=[f"{r.file}: {r.row}: {r.reason}" for r in plan.rejected],
+            f"{len(report)} invalid rows (the first: {report[0]}): the import is refused whole "
+            "and nothing was appended (--skip-invalid imports the valid rows and writes the "
+            "rejected ones to a file)",
+            report=report,
         )
     return plan
+
+
+def commit_plan(
+    ledger: Ledger,
+    plan: Plan,
+    *,
+    progress: Callable[[int], None] | None = None,
+    expect: Callable[[int], None] | None = None,
+) -> IngestResult:
+    """Commit a checked plan in one transaction (``expect`` and ``progress`` as ``commit``)."""
+    # The plan lives until the commit ends: taking it (and everything alive) out of the cyclic
+    # collector's generations spares the collector from walking it again and again.
+    gc.freeze()
+    try:
+        return commit(ledger, plan, progress=progress, expect=expect)
+    finally:
+        gc.unfreeze()
 
 
 def run_import(
@@ -62,10 +81,4 @@ def run_import(
 ) -> tuple[IngestResult, list[Rejected]]:
     """Plan and commit an import; return the result and the rows rejected (with reasons)."""
     plan = plan_import(source, paths, skip_invalid=skip_invalid)
-    # The plan lives until the commit ends: taking it (and everything alive) out of the cyclic
-    # collector's generations spares the collector from walking it again and again.
-    gc.freeze()
-    try:
-        return commit(ledger, plan, progress=progress), plan.rejected
-    finally:
-        gc.unfreeze()
+    return commit_plan(ledger, plan, progress=progress), plan.rejected

@@ -21,6 +21,7 @@ from events.types import (
     ManifestRecorded,
     Origin,
     RunIngested,
+    RunRetracted,
     RunSuperseded,
     SourceRegistered,
 )
@@ -52,6 +53,7 @@ class RunItem(msgspec.Struct, frozen=True, kw_only=True):
     sourceStatus: str | None = None
     publishedAt: str | None = None
     rowKey: str | None = None  # the source row it came from: a changed row supersedes
+    retraction: str | None = None  # the source retracted the run (the reason)
 
 
 class Rejected(msgspec.Struct, frozen=True):
@@ -119,6 +121,20 @@ def _references(run: Checked, carried: dict[str, dict[str, Any]]) -> list[tuple[
     return refs
 
 
+def _stamped(registration: SourceRegistered, plan: Plan) -> SourceRegistered:
+    """A source registration with the snapshot and importer it came with: those of the plan's
+    first record from that source (else its first record), without the record's own id."""
+    if registration.origin is not None:
+        return registration
+    origins = [item.origin for item in plan.runs] + [origin for _, origin in plan.manifests]
+    found = next((o for o in origins if o.source == registration.source), None)
+    found = found or (origins[0] if origins else None)
+    if found is None:
+        return registration
+    origin = msgspec.structs.replace(found, externalId=None, source=registration.source)
+    return msgspec.structs.replace(registration, origin=origin)
+
+
 def _roles(kind: str) -> tuple[str, ...]:
     if kind == "BenchmarkRun":
         return ("protocol", "environment", "workload", "implementation", "operation")
@@ -130,10 +146,11 @@ def commit(
     plan: Plan,
     *,
     progress: Callable[[int], None] | None = None,
-    chunk: int = 20_000,
+    expect: Callable[[int], None] | None = None,
 ) -> IngestResult:
-    """Resolve, deduplicate and append a plan (in batches of ``chunk`` runs, each batch one
-    transaction; a re-run appends nothing for what is already there)."""
+    """Resolve, deduplicate and append a plan in one transaction (a re-run appends nothing for
+    what is already there). ``expect`` hears how many entries are about to be written, then
+    ``progress`` of each chunk written."""
     conn = ledger.store.connection
     result = IngestResult()
     in_plan: dict[str, Checked] = {}
@@ -152,10 +169,16 @@ def commit(
             from_log[digest] = manifest(conn, digest)
         return from_log[digest]
 
-    events: list[tuple[Event, str]] = [(s, s.source) for s in plan.sources]
+    # A source is registered once, with the snapshot that first brought it (a registration
+    # stamped with another snapshot would make a re-import of part of the data append).
+    registered = {row[0] for row in conn.execute("SELECT source FROM p_sources")}
+    events: list[tuple[Event, str]] = [
+        (_stamped(s, plan), s.source) for s in plan.sources if s.source not in registered
+    ]
     carried_digests: set[str] = set()
     seen_runs = run_exists(conn, [item.run.digest for item in plan.runs])
     run_events: list[tuple[Event, str]] = []
+    retractions: list[tuple[Event, str]] = []
     latest_row: dict[str, str] = {}
     # Runs enter the log in the order they were observed (then by digest): history reads
     # naturally, and each group's leader walk only ever extends. A stable sort keeps a source's
@@ -168,6 +191,12 @@ def commit(
             previous = latest_for_row(conn, item.rowKey)
             if previous is not None:
                 latest_row[item.rowKey] = previous
+        if item.retraction is not None:
+            # Appended after the run (below); the log keeps one copy of an identical event, so
+            # a re-import, or a run retracted after it was first imported, needs no lookup.
+            retractions.append(
+                (RunRetracted(runDigest=item.run.digest, reason=item.retraction), item.run.digest)
+            )
         if item.run.digest in seen_runs:
             result.runs_known += 1
             if item.rowKey is not None:
@@ -238,10 +267,13 @@ def commit(
         )
         result.manifests_appended += 1
     events.extend(run_events)
-    for i in range(0, len(events), chunk):
-        part = events[i : i + chunk]
-        appended = ledger.append(part, progress=progress)
-        result.entries += sum(a.new for a in appended)
+    events.extend(retractions)
+    # One transaction for the whole import: it lands whole or not at all (the store still signs
+    # and writes it in chunks, overlapping the two).
+    if expect is not None:
+        expect(len(events))
+    appended = ledger.append(events, progress=progress) if events else []
+    result.entries = sum(a.new for a in appended)
     result.size = ledger.store.size
     return result
 

@@ -104,6 +104,9 @@ class _Row(msgspec.Struct):
     modelRevisionId: str | None = None
     configurationId: str | None = None
     stackRevisionId: str | None = None
+    supersedesId: str | None = None  # the row (KernelIndex id) this one corrects
+    retractedAt: str | None = None
+    retractionReason: str | None = None
 
 
 _ROW_TYPED = msgspec.json.Decoder(_Row)
@@ -200,6 +203,14 @@ def _plan_file(f: SourceFile, out: Plan) -> None:
             origin=item_origin,
             aliases=tuple(aliases),
             publishedAt=row.publishedAt,
+            # KernelIndex ids are stable per row: a later export that changes a row's run makes
+            # a new run that supersedes the old one. A row that says it supersedes another
+            # continues that row's line.
+            rowKey=f"kernelindex:{row.supersedesId or row.id}",
+            retraction=None
+            if row.retractedAt is None
+            else f"retracted by KernelIndex at {row.retractedAt}"
+            + (f": {row.retractionReason}" if row.retractionReason else ""),
         )
 
     operations, workloads = checked("operations"), checked("workloads")

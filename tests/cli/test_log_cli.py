@@ -106,7 +106,10 @@ def test_seed_ingests_with_workload_and_implementation_unresolved(
     assert "1 runs with unresolved references" in out.stdout
     show = json.loads(bp("runs", "show", "sol-execbench:165", "--json", "--data", d).stdout)
     assert show["unresolved"] == ["workload", "implementation", "operation"]
-    assert show["comparisonKey"] is None if "comparisonKey" in show else True
+    # The keys are there while they have no value (null), never left out.
+    assert show["comparisonKey"] is None
+    assert show["rank"] is None
+    assert {"runDigest", "evidenceLevel", "aliases"} <= set(show)
     again = bp("ingest", "manifest", shared_file("seed-manifest.json"), "--data", d)
     assert "nothing new" in again.stdout
 
@@ -121,3 +124,46 @@ def test_invalid_examples_are_refused_whole(bp: Runner, tmp_path: Path) -> None:
         assert out.returncode == 2, bad.name
         assert bad.name in out.stderr
     assert bp("log", "checkpoint", "--data", d).stdout == before
+
+
+def test_groups_history_lines_carry_every_field(bp: Runner, tmp_path: Path) -> None:
+    from service.ledger import init_data_dir
+    from tests.builders import bundle, ingest_event
+
+    d = tmp_path / "d"
+    ledger, _ = init_data_dir(d)
+    with ledger:
+        for n, value in enumerate((300, 100)):
+            parts = bundle(group=1, author=n, value=value, observed=f"2026-01-0{n + 1}T00:00:00Z")
+            ledger.append([(ingest_event(parts), parts["run"].digest)])
+    out = bp("groups", "history", "--json", "--data", d)
+    assert out.returncode == 0, out.stderr
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    assert len(lines) == 2
+    fields = {"comparisonKey", "runDigest", "previousRunDigest", "at", "cause", "policyVersion"}
+    assert all(fields <= set(line) for line in lines)
+    assert lines[0]["previousRunDigest"] is None
+    assert lines[1]["previousRunDigest"] == lines[0]["runDigest"]
+
+
+def test_manifest_import_reports_every_invalid_document_and_can_skip_them(
+    bp: Runner, tmp_path: Path
+) -> None:
+    d = tmp_path / "d"
+    bp("init", "--data", d)
+    examples = corpus("kernelindex-manifests", "examples")
+    invalid = sorted((examples / "invalid").glob("*.yaml"))[:2]
+    good = examples / "benchmark-protocol.yaml"
+    before = bp("log", "checkpoint", "--data", d).stdout
+    refused = bp("ingest", "manifest", good, *invalid, "--data", d)
+    assert refused.returncode == 2
+    assert all(bad.name in refused.stderr for bad in invalid)
+    assert bp("log", "checkpoint", "--data", d).stdout == before
+    rejects = tmp_path / "rejects.jsonl"
+    args = ("--skip-invalid", "--rejected", rejects, "--data", d)
+    skipped = bp("ingest", "manifest", good, *invalid, *args)
+    assert skipped.returncode == 0, skipped.stderr
+    assert "1 manifests" in skipped.stdout
+    assert [json.loads(line)["file"] for line in rejects.read_text().splitlines()] == [
+        bad.name for bad in invalid
+    ]

@@ -6,11 +6,18 @@ log that verifies, and a second import that appends nothing."""
 from __future__ import annotations
 
 import collections
+import copy
+import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import zstandard
 
+from events.decoding import decode_event
+from events.store import stored_entries
+from events.types import RunIngested, SourceRegistered
 from projections import queries
 from service.ingest.api import run_import
 from service.ledger import Ledger, init_data_dir
@@ -116,3 +123,63 @@ def test_the_seed_joins_its_group_once_it_arrives(ledger: Ledger) -> None:
     before = ledger.store.size - 1
     assert queries.run_view(ledger.store.connection, SEED, before) is None
     assert verify_log(ledger.data.db).ok
+
+
+def _mini_export(path: Path, lines: list[dict[str, Any]]) -> Path:
+    raw = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+    path.write_bytes(zstandard.ZstdCompressor().compress(raw))
+    return path
+
+
+def test_a_corrected_or_retracted_catalog_row_supersedes_or_retracts(tmp_path: Path) -> None:
+    """A later export that changes a row's run supersedes the run it had; one that marks it
+    retracted retracts it. Built from the real export's first kernel run and its sources."""
+    with corpus(*CATALOG).open("rb") as fh:
+        text = zstandard.ZstdDecompressor().stream_reader(fh).read()
+    sources, run = [], None
+    for line in text.splitlines():
+        doc = json.loads(line)
+        if doc["table"] == "sources":
+            sources.append(doc)
+        elif doc["table"] == "benchmark_runs" and run is None:
+            run = doc
+    assert run is not None
+    first = _mini_export(tmp_path / "a.jsonl.zst", [*sources, run])
+    fixed = copy.deepcopy(run)
+    fixed["row"]["manifest"]["run"]["spec"]["measurements"][0]["value"] *= 2
+    second = _mini_export(tmp_path / "b.jsonl.zst", [*sources, fixed])
+    gone = copy.deepcopy(fixed)
+    gone["row"]["retractedAt"] = "2026-09-01T00:00:00Z"
+    gone["row"]["retractionReason"] = "wrong shapes"
+    third = _mini_export(tmp_path / "c.jsonl.zst", [*sources, gone])
+
+    opened, _ = init_data_dir(tmp_path / "d")
+    with opened as ledger:
+        conn = ledger.store.connection
+        run_import(ledger, "kernelindex-catalog", [first])
+        old = queries.resolve_run(conn, f"kernelindex:{run['row']['id']}")
+        result, _ = run_import(ledger, "kernelindex-catalog", [second])
+        assert (result.runs_appended, result.superseded) == (1, 1)
+        new = queries.run_view(conn, old)
+        assert new is not None and new.supersededBy is not None
+        assert new.evidenceLevel == "superseded"
+        corrected = queries.run_view(conn, new.supersededBy)
+        assert corrected is not None and corrected.evidenceLevel != "superseded"
+        run_import(ledger, "kernelindex-catalog", [third])
+        retracted = queries.run_view(conn, new.supersededBy)
+        assert retracted is not None and retracted.evidenceLevel == "retracted"
+        assert "wrong shapes" in (retracted.retractedReason or "")
+        assert run_import(ledger, "kernelindex-catalog", [third])[0].entries == 0
+        # The source registrations carry the snapshot and importer they came with.
+        entries = list(stored_entries(ledger.store, 0, ledger.store.size))
+        events = [(e.type, decode_event(e)) for e in entries]
+        ingested = next(ev for t, ev in events if t == "run.ingested.v1")
+        assert isinstance(ingested, RunIngested)
+        registrations = [ev for t, ev in events if isinstance(ev, SourceRegistered)]
+        assert registrations
+        for event in registrations:
+            assert event.origin is not None
+            assert event.origin.snapshotDigest == ingested.origin.snapshotDigest
+            assert event.origin.snapshotDigest is not None
+            assert event.origin.importer == ingested.origin.importer
+        assert verify_log(ledger.data.db).ok

@@ -188,3 +188,35 @@ def test_cli(bp: Runner, folder: Path, tmp_path: Path) -> None:  # noqa: F811
     again = bp("ingest", SOURCE, tmp_path / "at-423217d", "--data", data)
     assert again.returncode == 0, again.stderr
     assert again.stdout.startswith("nothing new")
+
+
+def test_cli_skip_invalid_writes_rejects_with_the_import_or_not_at_all(
+    bp: Runner,  # noqa: F811
+    folder: Path,
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "d"
+    init_data_dir(data)[0].close()
+
+    def edit(doc: dict[str, Any]) -> None:
+        del doc["level1"][next(iter(doc["level1"]))]["mean"]
+
+    original = folder / "at-423217d" / "H100_Modal" / "baseline_time_torch.json"
+    bad = _copy(original, tmp_path / "in" / "H100_Modal" / "baseline_time_torch.json", edit)
+    size = Ledger.open(data)
+    before = size.store.size
+    size.close()
+    # The rejects file cannot be written: refused before anything is appended.
+    nowhere = tmp_path / "no-such-dir" / "rejected.jsonl"
+    refused = bp("ingest", SOURCE, bad, "--skip-invalid", "--rejected", nowhere, "--data", data)
+    assert refused.returncode == 2, refused.stderr
+    assert "cannot write the rejected rows" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    with Ledger.open(data) as ledger:
+        assert ledger.store.size == before
+    target = tmp_path / "rejected.jsonl"
+    done = bp("ingest", SOURCE, bad, "--skip-invalid", "--rejected", target, "--data", data)
+    assert done.returncode == 0, done.stderr
+    lines = target.read_text().splitlines()
+    assert len(lines) == 1 and "missing mean" in lines[0]
+    assert not (tmp_path / "rejected.jsonl.partial").exists()

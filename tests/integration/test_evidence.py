@@ -3,7 +3,18 @@ reports never change the level."""
 
 from __future__ import annotations
 
-from events.types import ReportFiled, RunRetracted, RunSuperseded
+import pytest
+
+from events.types import (
+    AttestationHidden,
+    AttestationWithdrawn,
+    ManifestRecorded,
+    Origin,
+    ReportFiled,
+    ReportResolved,
+    RunRetracted,
+    RunSuperseded,
+)
 from keys import SigningKey
 from projections.queries import run_view
 from service.ledger import Ledger
@@ -111,3 +122,95 @@ def test_attestations_and_reports_never_change_the_level(ledger: Ledger) -> None
         )
     assert {d: _level(ledger, d) for d in digests} == before
     assert set(before.values()) == {"reported", "reproducible", "verified"}
+
+
+def test_a_failing_rerun_disputes_a_verified_or_replicated_run(ledger: Ledger) -> None:
+    verified, replicated = _ingest(ledger, value=11, author=1), _ingest(ledger, value=12, author=2)
+    first, second, third = _rerunner(ledger), _rerunner(ledger), _rerunner(ledger)
+    ledger.append_pending([rerun(verified, first)])
+    ledger.append_pending([rerun(replicated, first), rerun(replicated, second)])
+    assert (_level(ledger, verified), _level(ledger, replicated)) == ("verified", "replicated")
+    ledger.append_pending([rerun(verified, third, passed=False)])
+    ledger.append_pending([rerun(replicated, third, within=False, value=99)])
+    assert (_level(ledger, verified), _level(ledger, replicated)) == ("disputed", "disputed")
+
+
+@pytest.mark.parametrize(
+    "start", ["reported", "reproducible", "verified", "replicated", "disputed"]
+)
+@pytest.mark.parametrize("end", ["retracted", "superseded"])
+def test_every_level_ends_in_retracted_or_superseded(ledger: Ledger, start: str, end: str) -> None:
+    digest = _ingest(ledger, raw_evidence=start != "reported", value=21, author=4)
+    keys = [_rerunner(ledger), _rerunner(ledger)]
+    if start in ("verified", "replicated"):
+        ledger.append_pending([rerun(digest, keys[0])])
+    if start == "replicated":
+        ledger.append_pending([rerun(digest, keys[1])])
+    if start == "disputed":
+        ledger.append_pending([rerun(digest, keys[0], passed=False)])
+    assert _level(ledger, digest) == start
+    if end == "retracted":
+        ledger.append([(RunRetracted(runDigest=digest, reason="withdrawn"), digest)])
+    else:
+        successor = _ingest(ledger, value=22, author=5)
+        ledger.append(
+            [(RunSuperseded(runDigest=digest, supersededBy=successor, reason="fixed"), digest)]
+        )
+    assert _level(ledger, digest) == end
+    # a rerun after the end does not bring the run back
+    ledger.append_pending([rerun(digest, _rerunner(ledger))])
+    assert _level(ledger, digest) == end
+
+
+def test_reported_becomes_reproducible_when_the_missing_manifest_arrives(ledger: Ledger) -> None:
+    parts = bundle(raw_evidence=True, value=31, author=6)
+    digest = parts["run"].digest
+    ledger.append([(ingest_event(parts, drop=("workload",)), digest)])
+    assert _level(ledger, digest) == "reported"
+    workload = parts["workload"]
+    recorded = ManifestRecorded(
+        digest=workload.digest,
+        kind=workload.kind,
+        manifest=workload.manifest,
+        origin=Origin(source="synthetic", importer="tests", importerVersion="1"),
+    )
+    ledger.append([(recorded, workload.digest)])
+    assert _level(ledger, digest) == "reproducible"
+    view = run_view(ledger.store.connection, digest)
+    assert view is not None and view.unresolved == () and view.comparisonKey is not None
+
+
+def test_withdrawing_hiding_and_resolving_never_change_the_level(ledger: Ledger) -> None:
+    community = SigningKey.generate()
+    ledger.append_pending(
+        [signed_event(key_registration(community, "community"), community.key_id, community)]
+    )
+    digests = [_ingest(ledger, value=40 + v, raw_evidence=v > 0, author=v) for v in range(3)]
+    key = _rerunner(ledger)
+    ledger.append_pending([rerun(digests[2], key)])
+    before = {d: _level(ledger, d) for d in digests}
+    assert set(before.values()) == {"reported", "reproducible", "verified"}
+    for d in digests:
+        posted = ledger.append_pending(
+            [attestation(d, community, "one"), attestation(d, community, "two")]
+        )
+        report = ledger.append([(ReportFiled(runDigest=d, category="other", text="hm"), d)])
+        ledger.append(
+            [
+                (AttestationWithdrawn(attestationId=posted[0].payloadDigest, reason="oops"), d),
+                (AttestationHidden(attestationId=posted[1].payloadDigest, reason="spam"), d),
+                (
+                    ReportResolved(
+                        reportId=report[0].payloadDigest, resolution="rejected", note="fine"
+                    ),
+                    d,
+                ),
+            ]
+        )
+        assert _level(ledger, d) == before[d]
+    conn = ledger.store.connection
+    withdrawn, hidden = conn.execute(
+        "SELECT count(withdrawn_at), count(hidden_at) FROM p_attestations"
+    ).fetchone()
+    resolved = conn.execute("SELECT count(resolved_at) FROM p_reports").fetchone()[0]
+    assert (withdrawn, hidden, resolved) == (3, 3, 3)
