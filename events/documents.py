@@ -26,7 +26,7 @@ from events.identity import (
     serving_topology_key,
     spec_digest,
 )
-from events.manifests import ERROR_PATH, KIND_OF, AnyManifest, validate
+from events.manifests import ERROR_PATH, KIND_OF, AnyManifest, readable, validate
 from events.normalize import normalize
 from events.yamlcore import load_yaml
 
@@ -143,7 +143,7 @@ def check_manifest_json(text: bytes, *, source: str, path: str = "$") -> Checked
         message = str(exc)
         match = ERROR_PATH.search(message)
         where = path + match.group(1)[1:] if match else path
-        reason = ERROR_PATH.sub("", message)
+        reason = readable(ERROR_PATH.sub("", message))
         raise InvalidManifest(f"{source}: {where}: {reason}", path=where) from None
     except msgspec.DecodeError as exc:
         raise InvalidManifest(f"{source}: {path}: not JSON: {exc}", path=path) from None

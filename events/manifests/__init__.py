@@ -13,7 +13,13 @@ from typing import Any
 import msgspec
 
 from events.errors import InvalidManifest
-from events.manifests.common import API_VERSION, Manifest, Metadata
+from events.manifests.common import (
+    API_VERSION,
+    DURATION_PATTERN,
+    INSTANT_PATTERN,
+    Manifest,
+    Metadata,
+)
 from events.manifests.kernels import (
     BenchmarkProtocol,
     BenchmarkRun,
@@ -71,6 +77,25 @@ KIND_OF: dict[type[Manifest], str] = {cls: kind for kind, cls in KINDS.items()}
 
 _AT = re.compile(r" - at `(\$[^`]*)`$")
 ERROR_PATH = _AT  # where msgspec names the field in a validation message
+_REGEX = re.compile(r"`str` matching regex '(.*)'", re.DOTALL)
+# What the long patterns mean, in words (msgspec quotes the pattern itself).
+_PATTERN_WORDS = {
+    INSTANT_PATTERN: "an RFC 3339 instant in UTC ending in Z, e.g. 2026-04-14T09:30:00Z",
+    DURATION_PATTERN: 'integer nanoseconds or a duration such as "0.008 ms"',
+    r"^sha256:[0-9a-f]{64}\Z": "a digest sha256:<64 lowercase hex>",
+    r"^[0-9a-f]{40}\Z": "a 40-hex git commit",
+}
+
+
+def readable(message: str) -> str:
+    """A validation message with a long pattern replaced by what it means."""
+
+    def words(match: re.Match[str]) -> str:
+        pattern = match.group(1).replace("\\\\", "\\")
+        meaning = _PATTERN_WORDS.get(pattern)
+        return match.group(0) if meaning is None else meaning
+
+    return _REGEX.sub(words, message)
 
 
 def validate(value: Any, *, source: str = "<manifest>", path: str = "$") -> AnyManifest:
@@ -97,13 +122,14 @@ def validate(value: Any, *, source: str = "<manifest>", path: str = "$") -> AnyM
         message = str(exc)
         match = _AT.search(message)
         where = path + match.group(1)[1:] if match else path
-        reason = _AT.sub("", message)
+        reason = readable(_AT.sub("", message))
         raise InvalidManifest(f"{source}: {where}: {reason}", path=where) from None
 
 
 __all__ = [
     "API_VERSION",
     "ERROR_PATH",
+    "readable",
     "KINDS",
     "KIND_OF",
     "AnyManifest",

@@ -3,13 +3,14 @@ a message naming the field; the seed run reproduces its published digests and ke
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from events import InvalidManifest, check_manifest, identify, parse_bundle, read_documents
-from events.documents import KernelIdentity
+from events.documents import KernelIdentity, check_manifest_json
 from events.manifests import KINDS
 
 VALID = [
@@ -146,3 +147,16 @@ def test_invalid_bundle_member_names_its_path(seed_manifest: dict[str, Any]) -> 
     }
     with pytest.raises(InvalidManifest, match=r"\$\.environment\.spec\.hardware\.vendor"):
         parse_bundle({**seed_manifest, "environment": bad}, source="s")
+
+
+def test_pattern_errors_say_what_is_expected_in_words(seed_manifest: dict[str, Any]) -> None:
+    run = seed_manifest["run"]
+    bad = {**run, "spec": {**run["spec"], "observedAt": "2026-13-01T00:00:00Z"}}
+    with pytest.raises(InvalidManifest) as info:
+        check_manifest(bad, source="s")
+    assert "RFC 3339 instant" in str(info.value) and "regex" not in str(info.value)
+    bad = {**run, "spec": {**run["spec"], "protocolDigest": "sha256:XYZ"}}
+    with pytest.raises(InvalidManifest) as info:
+        check_manifest_json(json.dumps(bad).encode(), source="s")
+    assert "sha256:<64 lowercase hex>" in str(info.value)
+    assert info.value.details["path"] == "$.spec.protocolDigest"
