@@ -129,7 +129,6 @@ def validate(value: Any, *, source: str = "<manifest>", path: str = "$") -> AnyM
 __all__ = [
     "API_VERSION",
     "ERROR_PATH",
-    "readable",
     "KINDS",
     "KIND_OF",
     "AnyManifest",
@@ -148,5 +147,6 @@ __all__ = [
     "SoftwareProject",
     "WorkloadCase",
     "WorkloadSuite",
+    "readable",
     "validate",
 ]
