@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import msgspec
 from litestar import Request, Response, get, post
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath, FromQuery, QueryParameter, RawBody
 
 from events.errors import EventError, ProofError
@@ -34,6 +35,35 @@ AsOf = Annotated[
     str | None,
     QueryParameter(name="asOf", description="a tree size or an RFC 3339 instant", required=False),
 ]
+
+
+class Problem(msgspec.Struct, frozen=True, omit_defaults=True):
+    """An error, RFC 9457 problem details (``application/problem+json``)."""
+
+    type: str
+    title: str
+    status: int
+    detail: str = ""
+    candidates: list[str] | None = None  # 300: the runs an ambiguous alias names
+
+
+def _problem(description: str) -> ResponseSpec:
+    return ResponseSpec(
+        Problem,
+        description=description,
+        media_type="application/problem+json",
+        generate_examples=False,
+    )
+
+
+BAD_REQUEST = {400: _problem("Malformed parameters (asOf, sizes, limits...)")}
+RUN_ERRORS = {
+    **BAD_REQUEST,
+    300: _problem("The alias names several runs: `candidates` lists their digests"),
+    404: _problem("No run matches the reference (malformed references included)"),
+}
+GROUP_ERRORS = {**BAD_REQUEST, 404: _problem("No comparison group has this key")}
+MAX_BODY_TEXT = "64 MiB unless the server sets another limit"
 
 
 class RunSummary(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -176,7 +206,7 @@ async def healthz(reader: ReaderDep) -> Health:
     return Health("ok", reader.size(), reader.store.origin)
 
 
-@get("/v1/runs/{ref:path}", tags=["runs"])
+@get("/v1/runs/{ref:path}", tags=["runs"], responses=RUN_ERRORS)
 async def run_show(
     request: Request[Any, Any, Any], reader: ReaderDep, ref: FromPath[str], as_of_text: AsOf = None
 ) -> Response[Dossier]:
@@ -223,7 +253,7 @@ def _run_part(
     return respond(request, body, etag_of(body), pinned=pinned)
 
 
-@get("/v1/runs", tags=["runs"])
+@get("/v1/runs", tags=["runs"], responses=BAD_REQUEST)
 async def runs_list(
     request: Request[Any, Any, Any],
     reader: ReaderDep,
@@ -262,7 +292,7 @@ async def runs_list(
     return respond(request, body, etag_of(body), pinned=settled(reader, as_of_text, at))  # type: ignore[return-value]
 
 
-@get("/v1/groups/{key:str}", tags=["groups"])
+@get("/v1/groups/{key:str}", tags=["groups"], responses=GROUP_ERRORS)
 async def group_show(
     request: Request[Any, Any, Any], reader: ReaderDep, key: FromPath[str], as_of_text: AsOf = None
 ) -> Response[GroupPage]:
@@ -274,7 +304,7 @@ async def group_show(
     return respond(request, body, etag_of(body), pinned=settled(reader, as_of_text, at))  # type: ignore[return-value]
 
 
-@get("/v1/groups/{key:str}/history", tags=["groups"])
+@get("/v1/groups/{key:str}/history", tags=["groups"], responses=GROUP_ERRORS)
 async def group_history(
     request: Request[Any, Any, Any], reader: ReaderDep, key: FromPath[str], as_of_text: AsOf = None
 ) -> Response[list[Any]]:
@@ -320,7 +350,7 @@ def compare_runs(reader: Reader, runs: str, at: int | None) -> Comparison:
     return Comparison([summary(v) for v in views], mismatch is None, fields, size, mismatch)
 
 
-@get("/v1/compare", tags=["runs"])
+@get("/v1/compare", tags=["runs"], responses=RUN_ERRORS)
 async def compare(
     request: Request[Any, Any, Any],
     reader: ReaderDep,
@@ -334,7 +364,12 @@ async def compare(
     return respond(request, body, etag_of(body), pinned=settled(reader, as_of_text, at))  # type: ignore[return-value]
 
 
-@get("/v1/log/checkpoint", tags=["log"], media_type="text/plain")
+@get(
+    "/v1/log/checkpoint",
+    tags=["log"],
+    media_type="text/plain",
+    responses={**BAD_REQUEST, 404: _problem("No checkpoint at or below asOf")},
+)
 async def log_checkpoint(
     request: Request[Any, Any, Any], reader: ReaderDep, ledger: LedgerDep, as_of_text: AsOf = None
 ) -> Response[bytes]:
@@ -370,7 +405,7 @@ async def log_key(request: Request[Any, Any, Any], ledger: LedgerDep) -> Respons
     return respond(request, body, etag_of(body), pinned=True, media_type="text/plain")
 
 
-@get("/v1/log/entries", tags=["log"])
+@get("/v1/log/entries", tags=["log"], responses=BAD_REQUEST)
 async def log_entries(
     request: Request[Any, Any, Any],
     reader: ReaderDep,
@@ -392,7 +427,7 @@ async def log_entries(
     return respond(request, body, etag_of(body), pinned=settled(reader, as_of_text, at))  # type: ignore[return-value]
 
 
-@get("/v1/log/proof/inclusion", tags=["log"])
+@get("/v1/log/proof/inclusion", tags=["log"], responses=BAD_REQUEST)
 async def proof_inclusion(
     request: Request[Any, Any, Any],
     reader: ReaderDep,
@@ -414,7 +449,7 @@ async def proof_inclusion(
     return respond(request, body, etag_of(body), pinned=pinned)  # type: ignore[return-value]
 
 
-@get("/v1/log/proof/consistency", tags=["log"])
+@get("/v1/log/proof/consistency", tags=["log"], responses=BAD_REQUEST)
 async def proof_consistency(
     request: Request[Any, Any, Any],
     reader: ReaderDep,
@@ -447,7 +482,19 @@ _SUFFIX = {
 }
 
 
-@post("/v1/ingest/{source:str}", tags=["operator"], sync_to_thread=True, status_code=200)
+@post(
+    "/v1/ingest/{source:str}",
+    tags=["operator"],
+    sync_to_thread=True,
+    status_code=200,
+    security=[{"operatorToken": []}],
+    responses={
+        400: _problem("Unknown source"),
+        401: _problem("No valid operator token (Authorization: Bearer <token>)"),
+        413: _problem(f"The body is over the size limit ({MAX_BODY_TEXT})"),
+        422: _problem("Invalid input, refused whole: nothing was appended"),
+    },
+)
 def ingest(
     request: Request[Any, Any, Any],
     ledger: LedgerDep,
@@ -460,7 +507,8 @@ def ingest(
     ] = None,
 ) -> IngestResult:
     """Import one file of ``source`` into the log (operator token required: ``Authorization:
-    Bearer <token>``). Invalid input is refused whole (422, nothing appended)."""
+    Bearer <token>``); the body is the file, at most 64 MiB unless the server sets another
+    limit (413 above it). Invalid input is refused whole (422, nothing appended)."""
     auth = request.headers.get("authorization", "")
     token = auth[7:].strip() if auth.lower().startswith("bearer ") else None
     if tokens.check(token) is None:

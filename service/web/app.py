@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from litestar import Litestar
+from litestar import Litestar, Request, Response
 from litestar.di import Provide
+from litestar.exceptions import HTTPException
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import ScalarRenderPlugin
+from litestar.openapi.spec import Components, SecurityScheme
 from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
@@ -25,6 +27,19 @@ from service.web.reads import Reader
 __all__ = ["create_app"]
 
 HERE = Path(__file__).parent
+
+
+_API_PATHS = ("/v1/", "/v1", "/healthz", "/schema", "/static/")
+
+
+def _http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Response[Any]:
+    """Litestar's own HTTP errors (no such path, method not allowed, body too large...): a
+    problem+json under the API, an HTML error page elsewhere (where people browse)."""
+    if request.url.path.startswith(_API_PATHS):
+        return problems.http_problem(exc).to_response(request)
+    from service.web.pages import error_page
+
+    return error_page(request, exc)
 
 
 class BenchproofApp(Litestar):
@@ -64,6 +79,7 @@ def create_app(
         ],
         dependencies=deps,
         plugins=[problems.plugin()],
+        exception_handlers={HTTPException: _http_error},
         middleware=[RequestLog],
         request_max_body_size=settings.max_body_bytes,
         template_config=TemplateConfig(directory=HERE / "templates", engine=JinjaTemplateEngine),
@@ -73,6 +89,15 @@ def create_app(
             description="A signed, event-sourced, offline-verifiable index of benchmark runs.",
             path="/schema",
             render_plugins=[ScalarRenderPlugin()],
+            components=Components(
+                security_schemes={
+                    "operatorToken": SecurityScheme(
+                        type="http",
+                        scheme="bearer",
+                        description="An operator token (`benchproof token create NAME`).",
+                    )
+                }
+            ),
         ),
         on_shutdown=[on_shutdown],
         signature_namespace={

@@ -29,7 +29,7 @@ from service.web.api import AsOf, as_of, compare_runs, resolve, respond, settled
 from service.web.charts import bar_chart
 from service.web.deps import LedgerDep, ReaderDep
 from service.web.pagereads import hardware_names, recent_entries, search_runs, sources
-from service.web.problems import to_problem
+from service.web.problems import http_problem, to_problem
 from service.web.reads import Reader, etag_of
 
 __all__ = ["PAGE_HANDLERS"]
@@ -384,7 +384,8 @@ def log_page(
 def error_page(request: Request[Any, Any, Any], exc: Exception) -> Template:
     """Any error on a page route as an HTML page, with the status the JSON API gives it."""
     if isinstance(exc, HTTPException):
-        status, title, detail = exc.status_code, "The request is invalid", str(exc.detail)
+        problem = http_problem(exc)
+        status, title, detail = exc.status_code, str(problem.title), str(exc.detail)
     else:
         problem = to_problem(exc)
         status, title, detail = problem.status_code, str(problem.title), str(problem.detail)

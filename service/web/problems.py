@@ -121,9 +121,11 @@ def plugin() -> ProblemDetailsPlugin:
     roots: tuple[type[Exception], ...] = (EventError, KeyringError, ProjectionError, ServiceError)
     mapping: dict[type[Exception], Any] = {root: to_problem for root in roots}
     mapping[ValidationException] = invalid_request
-    mapping[HTTPException] = http_problem  # routing 404, 405, 413... (after the default one)
     return ProblemDetailsPlugin(
         ProblemDetailsConfig(
-            enable_for_all_http_exceptions=True, exception_to_problem_detail_map=mapping
+            # Litestar's own HTTP errors (routing 404, 405, 413...) go through ``http_problem``
+            # (the app's handler, which also answers page paths with an HTML page).
+            enable_for_all_http_exceptions=False,
+            exception_to_problem_detail_map=mapping,
         )
     )

@@ -242,6 +242,16 @@ def test_openapi_schema(client: Client) -> None:
     assert schema["openapi"].startswith("3.")
     assert "/v1/runs/{ref}" in schema["paths"]
     assert "/v1/log/checkpoint" in schema["paths"]
+    run = schema["paths"]["/v1/runs/{ref}"]["get"]
+    assert {"300", "404"} <= set(run["responses"])
+    assert "application/problem+json" in run["responses"]["404"]["content"]
+    assert "asOf" in {p["name"] for p in run["parameters"]}
+    for path in ("/v1/log/checkpoint", "/v1/log/entries", "/v1/log/proof/inclusion"):
+        assert "asOf" in {p["name"] for p in schema["paths"][path]["get"]["parameters"]}, path
+    ingest = schema["paths"]["/v1/ingest/{source}"]["post"]
+    assert {"401", "413", "422"} <= set(ingest["responses"])
+    assert ingest["security"] == [{"operatorToken": []}]
+    assert schema["components"]["securitySchemes"]["operatorToken"]["scheme"] == "bearer"
 
 
 def test_request_id_is_echoed(client: Client) -> None:
@@ -335,3 +345,11 @@ def test_ingest_errors_name_the_upload_not_a_server_path(client: Client, data: D
     body = shared_file("seed-manifest.json").read_bytes()
     result = client.post("/v1/ingest/manifest", content=body, headers=auth).json()
     assert {"entries", "runsKnown", "runsAppended"} <= set(result)
+
+
+def test_unknown_page_paths_answer_an_html_page(client: Client) -> None:
+    r = client.get("/no/such/page")
+    assert r.status_code == 404
+    assert r.headers["content-type"].startswith("text/html")
+    assert "Not found" in r.text
+    _problem(client.get("/v1/no/such/thing"), 404)

@@ -114,7 +114,9 @@ def test_seed_run_dossier(browser: Any, server: Server, page: Any) -> None:
     replications = _text(page, "replications")
     assert "No attestations yet." in replications
     assert "never change the evidence level" in replications
-    assert f"/v1/runs/sha256:{SEED}" in _text(page, "add-note")
+    add_note = _text(page, "add-note")
+    assert "in-toto Statement v1" in add_note and f'"sha256": "{SEED}' in add_note
+    assert "attestation.posted" in add_note
 
     manifest = page.locator("section#manifest details")
     assert manifest.get_attribute("open") is None
@@ -125,6 +127,7 @@ def test_seed_run_dossier(browser: Any, server: Server, page: Any) -> None:
     assert f"{server.base}/runs/sha256:{SEED}a80d3089edc" in cite
     assert "@misc{benchproof-" + SEED in cite
     assert "accessed" in cite
+    assert "/v1/log/proof/inclusion?index=" in cite and "/v1/log/checkpoint" in cite
     assert "run.ingested.v1" in _text(page, "history")
     # Our seed run names an implementation the log does not hold: shown, not hidden.
     assert "implementation" in page.locator("#unresolved").inner_text()
