@@ -135,12 +135,25 @@ def resolve_run(conn: sqlite3.Connection, ref: str, as_of: int | None = None) ->
     if not candidates:
         raise UnknownRun(f"no run matches {ref!r}", reference=ref)
     if len(candidates) > 1:
+        candidates = _current_of_corrections(conn, candidates, as_of)
+    if len(candidates) > 1:
         raise AmbiguousRun(
             f"{ref!r} names {len(candidates)} runs; choose one by digest",
             reference=ref,
             candidates=candidates,
         )
     return candidates[0]
+
+
+def _current_of_corrections(
+    conn: sqlite3.Connection, candidates: list[str], as_of: int | None
+) -> list[str]:
+    """The candidates an alias names, less those superseded by another of them: an alias that
+    names one source row, corrected over time, names its current run. Runs that merely share an
+    external id (KernelBot reuses them) supersede nothing and stay ambiguous."""
+    names = set(candidates)
+    views = {c: run_view(conn, c, as_of) for c in candidates}
+    return [c for c in candidates if (v := views[c]) is None or v.supersededBy not in names]
 
 
 def run_versions(

@@ -162,6 +162,12 @@ def test_corrected_entry_supersedes_and_unchanged_snapshot_adds_nothing(
     view = run_view(ledger.store.connection, old)
     assert view is not None
     assert view.supersededBy == new
+    # The row's alias names both runs; it resolves to the current one (the correction), and
+    # as of before the correction to the old one.
+    conn = ledger.store.connection
+    alias = f"{SOURCE}:H100_Modal/torch/level1/1_Square_matrix_multiplication_.py"
+    assert resolve_run(conn, alias) == new
+    assert resolve_run(conn, alias, result.size - 2) == old
     assert verify_log(ledger.data.db).ok
 
 
