@@ -18,10 +18,11 @@ from events.entries import Pending
 from events.errors import LogError
 from events.store import Appended, LogStore, stored_entries
 from events.types import EVENT_ENCODER, Event, KeyRegistered, event_tag
-from keys import SigningKey, generate_key_file, load_private_key
-from projections.materialize import Materializer
+from keys import KeyFileError, SigningKey, generate_key_file, load_private_key
+from keys.notekeys import valid_key_name
+from projections.materialize import Materializer, load_keys
 from service.config import DEFAULT_ORIGIN, DataDir
-from service.errors import NotInitialised
+from service.errors import NotInitialised, UsageError
 from service.signing import Signers, envelope_signer
 
 __all__ = ["Clock", "Ledger", "init_data_dir", "pending_of", "utcnow"]
@@ -50,6 +51,29 @@ class Ledger:
         self.clock = clock
         self.projections = Materializer(store.connection)
         self._catch_up()
+        if store.size > 0:
+            self._check_keys()
+
+    def _check_keys(self) -> None:
+        """The key files must hold the keys the log registered, still valid: the index key
+        (role ``index``) and the log key (role ``log``, named as the origin).
+
+        Raises:
+            KeyFileError: a key file holds another key, or one the log has revoked.
+        """
+        registered = load_keys(self.store.connection)
+        size = self.store.size
+        for path, key, role in (
+            (self.data.index_key, self.signers.index, "index"),
+            (self.data.log_key, self.signers.log, "log"),
+        ):
+            view = registered.get(key.key_id)
+            if view is None or view.role != role or not view.valid_at(size):
+                self.close()
+                raise KeyFileError(
+                    f"{path} holds key {key.key_id[:16]}…, which is not this log's current "
+                    f"{role} key: restore the key file the log registered"
+                )
 
     @classmethod
     def open(cls, root: Path, *, clock: Clock = utcnow) -> Ledger:
@@ -143,9 +167,28 @@ def init_data_dir(
         LogError: the directory holds a log with another origin.
         KeyFileError: an existing key file is unusable.
     """
+    if origin and not valid_key_name(origin):
+        raise UsageError(
+            f"invalid origin {origin!r}: it names the log's key, so it must be non-empty UTF-8 "
+            "with no spaces and no '+'"
+        )
     data = DataDir(root)
     data.ensure()
     created = False
+    if data.db.exists():
+        # A log that holds entries registered its keys in them: a new key would not be one it
+        # knows, and every later entry or checkpoint signed with it would fail verification.
+        existing = LogStore.open(data.db)
+        try:
+            holds = existing.size > 0
+        finally:
+            existing.close()
+        for path in (data.index_key, data.log_key):
+            if holds and not path.exists():
+                raise KeyFileError(
+                    f"{path} is missing, but the log in {root} holds entries signed with the key "
+                    "it held: restore that file (a new key would not be the one the log registered)"
+                )
     keys = {}
     for name, path in (("index", data.index_key), ("log", data.log_key)):
         if path.exists():

@@ -365,7 +365,9 @@ class _Checker:
             for k in log_keys
             if k.keyId in self.publics
         ]
-        rows = self.conn.execute("SELECT size, note FROM checkpoints ORDER BY size").fetchall()
+        rows = self.conn.execute(
+            "SELECT size, note, root FROM checkpoints ORDER BY size"
+        ).fetchall()
         report.checkpoints = len(rows)
         if not rows:
             self.bad(_NO_POSITION, "the log has no checkpoint")
@@ -373,7 +375,7 @@ class _Checker:
         if not verifiers:
             self.bad(_NO_POSITION, f"the log registers no log key named {origin!r}")
             return
-        for size, note in rows:
+        for size, note, stored_root in rows:
             where = min(int(size), max(report.entries - 1, 0))
             try:
                 text = open_note(bytes(note), verifiers).text
@@ -396,6 +398,8 @@ class _Checker:
                     where,
                     f"checkpoint at size {size}: its root is not the root of the log's first {size} entries",
                 )
+            elif bytes(stored_root) != body.root:
+                self.bad(where, f"checkpoint at size {size}: the stored root is not the signed one")
         latest = int(rows[-1][0])
         report.checkpoint_size = latest
         if latest < report.entries:
@@ -423,5 +427,7 @@ def verify_log(db: Path, origin_hint: str | None = None) -> VerifyReport:
         report.findings.append(Finding(0, f"the database cannot be read: {exc}"))
     finally:
         conn.close()
-    report.findings.sort()
+    # By position; at one position, in the order found: the entry's own checks (columns, leaf,
+    # signature) come before what they break further on (the tree nodes above it).
+    report.findings.sort(key=lambda f: f.position)
     return report

@@ -51,19 +51,23 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
     p = logsub.add_parser("checkpoint", parents=[common], help="the latest signed checkpoint note")
     p.set_defaults(handler=_checkpoint)
     p = logsub.add_parser("entries", parents=[common], help="JSON lines {index, leaf}")
-    p.add_argument("--start", type=int, default=0, help="first index (default 0)")
-    p.add_argument("--end", type=int, default=None, help="one past the last index (default: all)")
+    p.add_argument("--start", type=_position, default=0, help="first index (default 0)")
+    p.add_argument(
+        "--end", type=_position, default=None, help="one past the last index (default: all)"
+    )
     p.set_defaults(handler=_entries)
     proof = logsub.add_parser("proof", parents=[common], help="inclusion and consistency proofs")
     proofsub = proof.add_subparsers(dest="proof_kind", metavar="KIND", parser_class=type(log))
     proofsub.required = True
     p = proofsub.add_parser("inclusion", parents=[common], help="inclusion proof of INDEX in SIZE")
-    p.add_argument("index", type=int)
-    p.add_argument("size", type=int, nargs="?", help="tree size (default: the latest checkpoint's)")
+    p.add_argument("index", type=_position)
+    p.add_argument(
+        "size", type=_position, nargs="?", help="tree size (default: the latest checkpoint's)"
+    )
     p.set_defaults(handler=_inclusion)
     p = proofsub.add_parser("consistency", parents=[common], help="consistency proof OLD -> NEW")
-    p.add_argument("old", type=int)
-    p.add_argument("new", type=int)
+    p.add_argument("old", type=_position)
+    p.add_argument("new", type=_position)
     p.set_defaults(handler=_consistency)
 
 
@@ -94,8 +98,8 @@ def _verify(args: argparse.Namespace) -> int:
         return 0
     first = report.findings[0]
     more = f" ({len(report.findings) - 1} more problems)" if len(report.findings) > 1 else ""
-    where = f"position {first.position}: " if first.position < 2**62 else ""
-    sys.stderr.write(f"benchproof: verify failed at {where}{first.reason}{more}\n")
+    where = f" at position {first.position}" if first.position < 2**62 else ""
+    sys.stderr.write(f"benchproof: verify failed{where}: {first.reason}{more}\n")
     return 1
 
 
@@ -117,10 +121,24 @@ def _checkpoint(args: argparse.Namespace) -> int:
     return _with_ledger(args, run)
 
 
+def _position(text: str) -> int:
+    """An index or tree size: a non-negative integer that fits the log's positions."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 0 <= value < 2**62:
+        raise argparse.ArgumentTypeError(f"{text} is not a position in a log (0 to 2**62 - 1)")
+    return value
+
+
 def _entries(args: argparse.Namespace) -> int:
+    if args.end is not None and args.end < args.start:
+        raise UsageError(f"--end {args.end} is before --start {args.start}")
+
     def run(ledger: Ledger) -> int:
         out = sys.stdout.buffer
-        for seq, leaf in ledger.store.leaves(max(args.start, 0), args.end):
+        for seq, leaf in ledger.store.leaves(args.start, args.end):
             out.write(b'{"index":%d,"leaf":"%s"}\n' % (seq, base64.b64encode(leaf)))
         return 0
 

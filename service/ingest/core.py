@@ -179,6 +179,7 @@ def commit(
     seen_runs = run_exists(conn, [item.run.digest for item in plan.runs])
     run_events: list[tuple[Event, str]] = []
     retractions: list[tuple[Event, str]] = []
+    brought: list[tuple[Checked, Origin]] = []
     latest_row: dict[str, str] = {}
     # Runs enter the log in the order they were observed (then by digest): history reads
     # naturally, and each group's leader walk only ever extends. A stable sort keeps a source's
@@ -201,6 +202,10 @@ def commit(
             result.runs_known += 1
             if item.rowKey is not None:
                 latest_row[item.rowKey] = item.run.digest
+            # The run is held, but what came with it may not be (a bundle bringing a workload
+            # the log lacked): recorded on its own, and the run's waiting keys fill in.
+            bare = msgspec.structs.replace(item.origin, externalId=None)
+            brought.extend((checked, bare) for checked in item.given.values())
             continue
         seen_runs.add(item.run.digest)
         carried: dict[str, dict[str, Any]] = {"run": item.run.manifest}
@@ -245,11 +250,13 @@ def commit(
                 )
                 run_events.append((superseded, previous))
                 result.superseded += 1
-    already = known_manifests(conn, sorted({c.digest for c, _ in plan.manifests}))
+    given = len(plan.manifests)  # the rest came with runs the log holds: not counted as known
+    standalone = [*plan.manifests, *brought]
+    already = known_manifests(conn, sorted({c.digest for c, _ in standalone}))
     recorded: set[str] = set()
-    for checked, origin in plan.manifests:
+    for n, (checked, origin) in enumerate(standalone):
         if checked.digest in already or checked.digest in recorded:
-            result.manifests_known += 1
+            result.manifests_known += n < given
             continue
         if checked.digest in carried_digests:
             continue  # carried inside a run event of this batch

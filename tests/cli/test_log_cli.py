@@ -167,3 +167,68 @@ def test_manifest_import_reports_every_invalid_document_and_can_skip_them(
     assert [json.loads(line)["file"] for line in rejects.read_text().splitlines()] == [
         bad.name for bad in invalid
     ]
+
+
+def test_a_bundle_bringing_what_a_held_run_lacks_records_it(bp: Runner, tmp_path: Path) -> None:
+    from tests.builders import bundle
+
+    parts = bundle(group=2, author=1, value=500)
+    whole = {role: c.manifest for role, c in parts.items()}
+    partial = {role: m for role, m in whole.items() if role != "workload"}
+    (tmp_path / "partial.json").write_text(json.dumps(partial))
+    (tmp_path / "whole.json").write_text(json.dumps(whole))
+    d = tmp_path / "d"
+    bp("init", "--data", d)
+    first = bp("ingest", "manifest", tmp_path / "partial.json", "--data", d)
+    assert "1 runs with unresolved references" in first.stdout
+    ref = parts["run"].digest
+    assert json.loads(bp("runs", "show", ref, "--json", "--data", d).stdout)["comparisonKey"] is None
+    # The run is held; the workload that comes with it this time is not: it is recorded.
+    second = bp("ingest", "manifest", tmp_path / "whole.json", "--data", d)
+    assert second.returncode == 0, second.stderr
+    assert "1 manifests" in second.stdout and "0 runs" in second.stdout
+    shown = json.loads(bp("runs", "show", ref, "--json", "--data", d).stdout)
+    assert shown["comparisonKey"] is not None and shown["unresolved"] == []
+    assert bp("ingest", "manifest", tmp_path / "whole.json", "--data", d).stdout.startswith(
+        "nothing new"
+    )
+    assert bp("verify", "--data", d).returncode == 0
+
+
+def test_init_never_replaces_the_keys_of_a_log(bp: Runner, tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    assert bp("init", "--data", d).returncode == 0
+    log_key = d / "keys" / "log.key"
+    saved = log_key.read_bytes()
+    log_key.unlink()
+    missing = bp("init", "--data", d)
+    assert missing.returncode == 2 and "is missing" in missing.stderr
+    assert not log_key.exists()
+    other = tmp_path / "other"
+    bp("init", "--data", other)
+    log_key.write_bytes((other / "keys" / "log.key").read_bytes())
+    log_key.chmod(0o600)
+    wrong = bp("ingest", "manifest", shared_file("seed-manifest.json"), "--data", d)
+    assert wrong.returncode == 2 and "not this log's current log key" in wrong.stderr
+    log_key.write_bytes(saved)
+    assert bp("ingest", "manifest", shared_file("seed-manifest.json"), "--data", d).returncode == 0
+    assert bp("verify", "--data", d).returncode == 0
+    bad = bp("init", "--origin", "bad origin", "--data", tmp_path / "bad")
+    assert bad.returncode == 2 and "invalid origin" in bad.stderr
+    assert not (tmp_path / "bad").exists()
+
+
+def test_log_positions_out_of_range_exit_2(bp: Runner, tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    bp("init", "--data", d)
+    for args in (
+        ("log", "entries", "--start", "99999999999999999999999"),
+        ("log", "entries", "--start", "-1"),
+        ("log", "entries", "--start", "2", "--end", "1"),
+        ("log", "entries", "--end", "x"),
+        ("log", "proof", "inclusion", "99999999999999999999"),
+        ("log", "proof", "consistency", "1", "-3"),
+    ):
+        out = bp(*args, "--data", d)
+        assert out.returncode == 2, (args, out.stderr)
+        assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1, args

@@ -133,3 +133,26 @@ def test_tampering_a_stored_tree_node_is_caught(bp: Runner, pristine: Path, tmp_
     out = bp("verify", "--data", data)
     assert out.returncode == 1
     assert "tree node (1, 0)" in out.stderr
+
+
+def test_a_changed_leaf_is_named_for_itself(bp: Runner, pristine: Path, tmp_path: Path) -> None:
+    data, conn = _copy(pristine, tmp_path)
+    flip_a_byte(conn, 3)
+    conn.close()
+    out = bp("verify", "--data", data)
+    assert out.returncode == 1
+    first = out.stderr.splitlines()[0]
+    assert "position 3" in first and "tree node" not in first, first
+
+
+def test_a_stored_checkpoint_root_must_be_the_signed_one(
+    bp: Runner, pristine: Path, tmp_path: Path
+) -> None:
+    data, conn = _copy(pristine, tmp_path)
+    conn.execute(
+        "UPDATE checkpoints SET root = zeroblob(32) WHERE size = (SELECT max(size) FROM checkpoints)"
+    )
+    conn.close()
+    out = bp("verify", "--data", data)
+    assert out.returncode == 1
+    assert "stored root is not the signed one" in out.stderr
