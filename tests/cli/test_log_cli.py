@@ -182,7 +182,9 @@ def test_a_bundle_bringing_what_a_held_run_lacks_records_it(bp: Runner, tmp_path
     first = bp("ingest", "manifest", tmp_path / "partial.json", "--data", d)
     assert "1 runs with unresolved references" in first.stdout
     ref = parts["run"].digest
-    assert json.loads(bp("runs", "show", ref, "--json", "--data", d).stdout)["comparisonKey"] is None
+    assert (
+        json.loads(bp("runs", "show", ref, "--json", "--data", d).stdout)["comparisonKey"] is None
+    )
     # The run is held; the workload that comes with it this time is not: it is recorded.
     second = bp("ingest", "manifest", tmp_path / "whole.json", "--data", d)
     assert second.returncode == 0, second.stderr
