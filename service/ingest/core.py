@@ -204,8 +204,11 @@ def commit(
                 latest_row[item.rowKey] = item.run.digest
             # The run is held, but what came with it may not be (a bundle bringing a workload
             # the log lacked): recorded on its own, and the run's waiting keys fill in.
+            # Only what the run references counts (a project rides along, named by nothing).
             bare = msgspec.structs.replace(item.origin, externalId=None)
-            brought.extend((checked, bare) for checked in item.given.values())
+            given = {role: c.manifest for role, c in item.given.items()}
+            wanted = {digest for _, digest in _references(item.run, given)}
+            brought.extend((c, bare) for c in item.given.values() if c.digest in wanted)
             continue
         seen_runs.add(item.run.digest)
         carried: dict[str, dict[str, Any]] = {"run": item.run.manifest}
@@ -250,13 +253,13 @@ def commit(
                 )
                 run_events.append((superseded, previous))
                 result.superseded += 1
-    given = len(plan.manifests)  # the rest came with runs the log holds: not counted as known
+    listed = len(plan.manifests)  # the rest came with runs the log holds: not counted as known
     standalone = [*plan.manifests, *brought]
     already = known_manifests(conn, sorted({c.digest for c, _ in standalone}))
     recorded: set[str] = set()
     for n, (checked, origin) in enumerate(standalone):
         if checked.digest in already or checked.digest in recorded:
-            result.manifests_known += n < given
+            result.manifests_known += n < listed
             continue
         if checked.digest in carried_digests:
             continue  # carried inside a run event of this batch
