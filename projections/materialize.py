@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from events.bulk import paused_gc
 from events.decoding import decode_event
 from events.entries import StoredEntry
 from events.types import (
@@ -479,6 +480,10 @@ class Materializer:
     def rebuild(self, entries: Iterable[StoredEntry], *, batch_size: int = 4000) -> int:
         """Drop every projection and replay ``entries`` from position 0 (in the caller's
         transaction). Returns the number of entries applied."""
+        with paused_gc():
+            return self._rebuild(entries, batch_size)
+
+    def _rebuild(self, entries: Iterable[StoredEntry], batch_size: int) -> int:
         schema.drop(self.conn)
         # Indexes are built once at the end: a bulk build is faster than maintaining them row
         # by row. Reads during the rebuild (group loads, waiting runs) use the primary keys.

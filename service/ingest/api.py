@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import gc
 import importlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 
+from events.bulk import paused_gc
 from service.errors import InvalidInput, UsageError
 from service.ingest.core import IngestResult, Plan, Rejected, commit
 from service.ledger import Ledger
@@ -42,7 +42,8 @@ def plan_import(source: str, paths: Sequence[Path], *, skip_invalid: bool = Fals
         InvalidInput: rows were invalid and ``skip_invalid`` is false; the report names each.
         InvalidManifest / NotFound / UsageError: as the importer raises them.
     """
-    plan: Plan = importer(source).plan(list(paths))
+    with paused_gc():
+        plan: Plan = importer(source).plan(list(paths))
     if plan.rejected and not skip_invalid:
         report = [f"{r.file}: {r.row}: {r.reason}" for r in plan.rejected]
         raise InvalidInput(
@@ -62,13 +63,8 @@ def commit_plan(
     expect: Callable[[int], None] | None = None,
 ) -> IngestResult:
     """Commit a checked plan in one transaction (``expect`` and ``progress`` as ``commit``)."""
-    # The plan lives until the commit ends: taking it (and everything alive) out of the cyclic
-    # collector's generations spares the collector from walking it again and again.
-    gc.freeze()
-    try:
+    with paused_gc():
         return commit(ledger, plan, progress=progress, expect=expect)
-    finally:
-        gc.unfreeze()
 
 
 def run_import(
