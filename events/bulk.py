@@ -1,11 +1,12 @@
 """Bulk work without the cyclic garbage collector.
 
-An import or a replay allocates millions of small containers (decoded manifests, views, rows)
-that reference counting frees as soon as they are dropped; none of them form cycles. The cyclic
-collector still walks every live container each time allocations pile up, which costs a
-quarter to a third of a catalog import. ``paused_gc`` switches it off for one bounded operation
-and back on after (nested uses leave it to the outermost); any cycle made meanwhile waits for
-the next collection.
+An append, an import, a replay or a full verification allocates many small containers (decoded
+manifests, views, rows, entries) that reference counting frees as soon as they are dropped; they
+form no cycles. The cyclic collector still walks every live container each time allocations pile
+up, holding the GIL the signing and verifying threads need: a quarter of a catalog import, a
+tenth of a batched append. ``paused_gc`` switches it off for one bounded operation and back on
+after (nested uses leave it to the outermost); any cycle made meanwhile waits for the next
+collection.
 """
 
 from __future__ import annotations

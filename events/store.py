@@ -24,6 +24,7 @@ from pathlib import Path
 import msgspec
 import sqlite_utils
 
+from events.bulk import paused_gc
 from events.checkpoints import checkpoint_body
 from events.entries import Pending, StoredEntry, encode_leaf, payload_digest
 from events.errors import LogError
@@ -344,7 +345,7 @@ class LogStore:
             raise LogError("every pending event must name the key that signs it (Pending.signer)")
         digests = [payload_digest(p.payload, p.payload_type, p.signer) for p in pending]
         conn = self._conn
-        with self._lock:
+        with self._lock, paused_gc():
             # Look for what the log holds under the write lock, once: no other writer can slip
             # an entry in between the look and the write.
             conn.execute("BEGIN IMMEDIATE")

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import msgspec
 
+from events.bulk import paused_gc
 from events.checkpoints import parse_checkpoint_body
 from events.entries import EVENT_PAYLOAD_TYPE, INTOTO_PAYLOAD_TYPE, Entry, payload_digest
 from events.errors import EventError, LogError
@@ -419,7 +420,8 @@ def verify_log(db: Path, origin_hint: str | None = None) -> VerifyReport:
         origin = meta.get("origin") or origin_hint or ""
         checker = _Checker(conn, report)
         try:
-            checker.run()
+            with paused_gc():  # its pauses would also stall the signature threads
+                checker.run()
             checker.checkpoints(origin)
         finally:
             checker.pool.shutdown()
