@@ -175,32 +175,29 @@ def init_data_dir(
     data = DataDir(root)
     data.ensure()
     created = False
-    if data.db.exists():
-        # A log that holds entries registered its keys in them: a new key would not be one it
-        # knows, and every later entry or checkpoint signed with it would fail verification.
-        existing = LogStore.open(data.db)
-        try:
-            holds = existing.size > 0
-        finally:
-            existing.close()
-        for path in (data.index_key, data.log_key):
-            if holds and not path.exists():
-                raise KeyFileError(
-                    f"{path} is missing, but the log in {root} holds entries signed with the key "
-                    "it held: restore that file (a new key would not be the one the log registered)"
-                )
-    keys = {}
-    for name, path in (("index", data.index_key), ("log", data.log_key)):
-        if path.exists():
-            keys[name] = load_private_key(path)
-        else:
-            keys[name] = generate_key_file(path)
-            created = True
     store = LogStore.open(
         data.db,
         origin=origin if origin else None if data.db.exists() else DEFAULT_ORIGIN,
         create=True,
     )
+    keys = {}
+    try:
+        for name, path in (("index", data.index_key), ("log", data.log_key)):
+            if path.exists():
+                keys[name] = load_private_key(path)
+            elif store.size > 0:
+                # The log registered the key it held in its entries: a new key would not be one
+                # it knows, and every later entry or checkpoint signed with it would fail.
+                raise KeyFileError(
+                    f"{path} is missing, but the log in {root} holds entries signed with the key "
+                    "it held: restore that file (a new key would not be the one the log registered)"
+                )
+            else:
+                keys[name] = generate_key_file(path)
+                created = True
+    except BaseException:
+        store.close()
+        raise
     signers = Signers(keys["index"], keys["log"], store.origin)
     ledger = Ledger(data, store, signers, clock)
     if store.size == 0:

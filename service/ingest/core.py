@@ -259,7 +259,8 @@ def commit(
     recorded: set[str] = set()
     for n, (checked, origin) in enumerate(standalone):
         if checked.digest in already or checked.digest in recorded:
-            result.manifests_known += n < listed
+            if n < listed:
+                result.manifests_known += 1
             continue
         if checked.digest in carried_digests:
             continue  # carried inside a run event of this batch

@@ -22,6 +22,7 @@ from service.dossier import Dossier, build_dossier, short_id
 from service.errors import NotFound, ServiceError, UsageError
 from service.ingest.api import SOURCES, run_import
 from service.ingest.core import IngestResult
+from service.ledger import Ledger
 from service.web.deps import LedgerDep, ReaderDep, TokensDep
 from service.web.problems import Unauthorized
 from service.web.reads import Reader, etag_of
@@ -364,6 +365,20 @@ async def compare(
     return respond(request, body, etag_of(body), pinned=settled(reader, as_of_text, at))  # type: ignore[return-value]
 
 
+def checkpoint_note(reader: Reader, ledger: Ledger, at: int | None) -> bytes | None:
+    """The signed checkpoint that answers ``asOf``: now, the latest (signed on the spot if the
+    log has outgrown it); for a past size, the latest signed at or below it (None if none)."""
+    if at is None:
+        latest = ledger.store.latest_checkpoint()
+        if latest is None or latest[0] != ledger.store.refresh():
+            latest = ledger.store.publish_checkpoint(ledger.signers.sign_checkpoint, ledger.clock())
+        return bytes(latest[1])
+    row = reader.conn.execute(
+        "SELECT note FROM checkpoints WHERE size <= ? ORDER BY size DESC LIMIT 1", (at,)
+    ).fetchone()
+    return None if row is None else bytes(row[0])
+
+
 @get(
     "/v1/log/checkpoint",
     tags=["log"],
@@ -376,18 +391,9 @@ async def log_checkpoint(
     """The latest signed checkpoint note (C2SP tlog-checkpoint), covering every committed entry;
     with ``asOf``, the latest one signed for a tree size at or below it (404 if none)."""
     at = as_of(reader, as_of_text)
-    if at is None:
-        latest = ledger.store.latest_checkpoint()
-        if latest is None or latest[0] != ledger.store.refresh():
-            latest = ledger.store.publish_checkpoint(ledger.signers.sign_checkpoint, ledger.clock())
-        note = latest[1]
-    else:
-        row = reader.conn.execute(
-            "SELECT note FROM checkpoints WHERE size <= ? ORDER BY size DESC LIMIT 1", (at,)
-        ).fetchone()
-        if row is None:
-            raise NotFound(f"no checkpoint was signed for a tree size at or below {at}")
-        note = bytes(row[0])
+    note = checkpoint_note(reader, ledger, at)
+    if note is None:
+        raise NotFound(f"no checkpoint was signed for a tree size at or below {at}")
     return respond(
         request,
         note,

@@ -25,7 +25,15 @@ from service.dossier import Dossier, build_dossier, short_id
 from service.errors import ServiceError
 from service.logs import get_logger
 from service.web import present
-from service.web.api import AsOf, as_of, compare_runs, resolve, respond, settled
+from service.web.api import (
+    AsOf,
+    as_of,
+    checkpoint_note,
+    compare_runs,
+    resolve,
+    respond,
+    settled,
+)
 from service.web.charts import bar_chart
 from service.web.deps import LedgerDep, ReaderDep
 from service.web.pagereads import hardware_names, recent_entries, search_runs, sources
@@ -360,20 +368,12 @@ def log_page(
     """The log: origin, size, the latest signed checkpoint (as of ``asOf``: the latest signed
     at or below that size), the key, the last 20 entries."""
     at = as_of(reader, as_of_text)
-    if at is None:
-        latest = ledger.store.latest_checkpoint()
-        if latest is None or latest[0] != ledger.store.refresh():
-            latest = ledger.store.publish_checkpoint(ledger.signers.sign_checkpoint, ledger.clock())
-        size, note = reader.size(), latest[1].decode()
-    else:
-        row = reader.conn.execute(
-            "SELECT note FROM checkpoints WHERE size <= ? ORDER BY size DESC LIMIT 1", (at,)
-        ).fetchone()
-        size, note = at, bytes(row[0]).decode() if row else "(no checkpoint signed yet)"
+    note = checkpoint_note(reader, ledger, at)
+    size = reader.size() if at is None else at
     context = {
         "origin": reader.store.origin,
         "size": size,
-        "checkpoint": note,
+        "checkpoint": note.decode() if note else "(no checkpoint signed yet)",
         "vkey": ledger.signers.vkey,
         "entries": recent_entries(reader.conn, size),
         "as_of": at,
