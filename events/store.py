@@ -489,20 +489,7 @@ def stored_entries(
     Raises:
         LogCorrupted: a leaf or payload does not decode.
     """
-    from events.entries import decode_leaf, decode_payload
+    from events.entries import read_entry
 
     for seq, leaf in store.leaves(start, end):
-        entry = decode_leaf(leaf, position=seq)
-        payload = decode_payload(entry.envelope, position=seq)
-        signer = entry.envelope.signatures[0].keyid if entry.envelope.signatures else ""
-        ptype = entry.envelope.payloadType
-        yield StoredEntry(
-            seq,
-            entry.recordedAt,
-            entry.type,
-            entry.subject,
-            entry.envelope.payloadType,
-            payload,
-            payload_digest(payload, ptype, signer),
-            signer,
-        )
+        yield read_entry(leaf, position=seq)

@@ -31,6 +31,22 @@ class RunIngested(Event, frozen=True, tag="run.ingested.v1", omit_defaults=True)
     rowKey: str | None = None
 
 
+class RunIngestedWire(Event, frozen=True, tag="run.ingested.v1", omit_defaults=True):
+    """``RunIngested`` as a replay reads it: the same fields and checks, with each manifest
+    left as its JSON bytes, so manifests that many runs share are decoded once
+    (``events.decoding``). Its fields must stay those of ``RunIngested`` (a test checks)."""
+
+    runDigest: Sha256
+    kind: Literal["BenchmarkRun", "ServingRun"]
+    manifests: dict[str, msgspec.Raw]
+    origin: Origin
+    unresolved: list[str] = msgspec.field(default_factory=list)
+    aliases: list[str] = msgspec.field(default_factory=list)
+    sourceStatus: str | None = None
+    publishedAt: str | None = None
+    rowKey: str | None = None
+
+
 class RunSuperseded(Event, frozen=True, tag="run.superseded.v1"):
     """A run replaced by a corrected one; it keeps its citations but leaves the rankings."""
 
