@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from events.bulk import paused_gc
 from events.decoding import decode_event
-from events.entries import StoredEntry
+from events.entries import StoredEntry, read_entry
+from events.errors import LogError
 from events.types import (
     AnyEvent,
     ManifestRecorded,
@@ -28,6 +30,7 @@ from events.types import (
 from projections import schema
 from projections.groups import MemberChange, apply_change, fold_group
 from projections.keyring import KeyView, fold_keys
+from projections.prepare import Other, Prepared, prepared_batches
 from projections.records import Insert, Manifest, Update, record_ops
 from projections.runs import Context, carried_manifests, fold_run
 from projections.views import GroupView, LeaderChange, Member, RunView
@@ -126,14 +129,14 @@ class _Batch:
                 self.run_in_db.add(digest)
         return self.runs[digest]
 
-    def preload(self, entries: Sequence[StoredEntry]) -> None:
+    def preload(self, subjects: Iterable[str]) -> None:
         """Fetch what the batch will look at in a few queries instead of one per entry: every
         waiting reference (few: only runs with unresolved references wait), and the runs the
-        entries name as subjects."""
+        entries name as subjects (``subjects``: those of its run and rerun entries)."""
         self.waiting_all = True
         for digest, run in self.conn.execute("SELECT digest, run_digest FROM p_waiting"):
             self.waiting.setdefault(digest, set()).add(run)
-        subjects = sorted({e.subject for e in entries if e.type.startswith(("run.", "rerun."))})
+        subjects = sorted(set(subjects))
         for i in range(0, len(subjects), 500):
             chunk = subjects[i : i + 500]
             marks = ",".join("?" * len(chunk))
@@ -241,6 +244,27 @@ class _Batch:
         new = fold_run(digest, old, event, ctx)
         if new is None or new == old:
             return
+        self._set_run(digest, old, new, ctx)
+
+    def apply_prepared(self, prepared: Prepared) -> bool:
+        """Apply a run.ingested entry a worker prepared, as ``apply`` would; False (nothing
+        done) when the fold needs the event itself: a manifest it carries is one some run waits
+        on."""
+        if any(self.waiting_for(d) for d in prepared.carried):
+            return False
+        digest, at = prepared.runDigest, prepared.seq + 1
+        old = self.run(digest)
+        if old is None:  # otherwise the fold keeps the run as it is
+            ctx = Context(prepared.seq, prepared.recordedAt)
+            self._set_run(digest, None, _RUN.decode(prepared.view), ctx)
+        for manifest_digest, kind, name, body in prepared.manifests:
+            if manifest_digest not in self.manifests:
+                self.manifests[manifest_digest] = (kind, name, at, body)
+        if prepared.rowKey is not None:
+            self.rows.setdefault("p_rowkeys", []).append((prepared.rowKey, digest, at))
+        return True
+
+    def _set_run(self, digest: str, old: RunView | None, new: RunView, ctx: Context) -> None:
         self.runs[digest] = new
         self.run_versions.add(digest, ctx.seq + 1, new, had_db_row=digest in self.run_in_db)
         before = set(old.waitingOn) if old is not None else set()
@@ -421,6 +445,7 @@ class _Batch:
             )
 
 
+_SUBJECTS = ("run.", "rerun.")  # entry types whose subject is a run
 _UPDATES = {
     "attestation_withdrawn": "UPDATE p_attestations SET withdrawn_at = ?, reason = ? WHERE id = ? AND withdrawn_at IS NULL",
     "attestation_hidden": "UPDATE p_attestations SET hidden_at = ?, reason = ? WHERE id = ? AND hidden_at IS NULL",
@@ -459,7 +484,7 @@ class Materializer:
         if self._carried is not None:
             batch.carry_groups(self._carried)
         try:
-            batch.preload(entries)
+            batch.preload(e.subject for e in entries if e.type.startswith(_SUBJECTS))
             for entry in entries:
                 batch.apply(entry)
             batch.flush()
@@ -473,6 +498,44 @@ class Materializer:
             "INSERT OR REPLACE INTO p_state VALUES (?, ?)", (NAME, entries[-1].seq + 1)
         )
 
+    def apply_records(self, records: Sequence[Prepared | Other]) -> None:
+        """``apply`` for entries a reader process prepared (``projections.prepare``).
+
+        Raises:
+            LogCorrupted: an entry does not read. EventError: an entry does not decode.
+        """
+        if not records:
+            return
+        if self._keys is None:
+            self._keys = load_keys(self.conn)
+        batch = _Batch(self.conn, self._keys)
+        if self._carried is not None:
+            batch.carry_groups(self._carried)
+        try:
+            batch.preload(
+                r.runDigest if type(r) is Prepared else r.subject  # type: ignore[union-attr]
+                for r in records
+                if type(r) is Prepared or r.type.startswith(_SUBJECTS)  # type: ignore[union-attr]
+            )
+            for record in records:
+                if type(record) is Prepared and batch.apply_prepared(record):
+                    continue
+                batch.apply(self._read(record.seq))
+            batch.flush()
+        except BaseException:
+            self._keys = None
+            raise
+        self._keys = dict(batch.keys)
+        if self._carried is not None:
+            self._carried = batch
+        self.conn.execute(
+            "INSERT OR REPLACE INTO p_state VALUES (?, ?)", (NAME, records[-1].seq + 1)
+        )
+
+    def _read(self, seq: int) -> StoredEntry:
+        row = self.conn.execute("SELECT leaf FROM entries WHERE seq = ?", (seq,)).fetchone()
+        return read_entry(bytes(row[0]), position=seq)
+
     def __call__(self, conn: sqlite3.Connection, entries: Sequence[StoredEntry]) -> None:
         """The store's projector hook."""
         self.apply(entries)
@@ -483,7 +546,29 @@ class Materializer:
         with paused_gc():
             return self._rebuild(entries, batch_size)
 
-    def _rebuild(self, entries: Iterable[StoredEntry], batch_size: int) -> int:
+    def rebuild_log(self, path: Path, size: int, *, batch_size: int = 4000) -> int:
+        """``rebuild`` from the committed log at ``path`` (entries ``0 <= seq < size``), with a
+        reader process preparing the entries on the second core (``projections.prepare``).
+        Returns the number of entries applied.
+
+        Raises:
+            LogError: the log does not read. EventError: an entry does not decode.
+        """
+        with paused_gc():
+            self._start_rebuild()
+            count = 0
+            try:
+                for records in prepared_batches(path, 0, size, batch=batch_size):
+                    self.apply_records(records)
+                    count += len(records)
+            finally:
+                self._carried = None
+            if count != size:
+                raise LogError(f"the log holds {count} entries, not {size}")
+            schema.create(self.conn)
+            return count
+
+    def _start_rebuild(self) -> None:
         schema.drop(self.conn)
         # Indexes are built once at the end: a bulk build is faster than maintaining them row
         # by row. Reads during the rebuild (group loads, waiting runs) use the primary keys.
@@ -492,6 +577,9 @@ class Materializer:
         # Nobody else writes while the rebuild runs, so the groups folded by one batch stay
         # true for the next: they are carried over instead of reloaded from the database.
         self._carried = _Batch(self.conn, {})
+
+    def _rebuild(self, entries: Iterable[StoredEntry], batch_size: int) -> int:
+        self._start_rebuild()
         chunk: list[StoredEntry] = []
         count = 0
         try:

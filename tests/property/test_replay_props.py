@@ -164,3 +164,21 @@ def test_replay_is_deterministic_resumable_and_time_travels(
             assert _state(ledger.store.connection, p) == _state(_fresh(entries[:p]), None)
         finally:
             ledger.close()
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops, st.lists(st.integers(0, 22), max_size=6), st.integers(1, 7))
+def test_the_parallel_rebuild_equals_the_incremental_projections(
+    plan: list[tuple[Any, ...]], cuts: list[int], batch: int
+) -> None:
+    """The rebuild whose entries a reader process prepares (``projections.prepare``) makes the
+    same tables as the incremental projections, in batches of any size."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ledger, _ = init_data_dir(Path(tmp) / "d")
+        try:
+            _apply(ledger, plan, cuts)
+            report = replay(ledger, parallel=True, batch_size=batch)
+            assert report.ok, report.differences
+            assert report.entries == ledger.store.size
+        finally:
+            ledger.close()
