@@ -105,6 +105,7 @@ class _Batch:
         self.waiting_add: set[tuple[str, str]] = set()
         self.waiting_del: set[tuple[str, str]] = set()
         self.aliases: list[tuple[str, str, int]] = []
+        self.encoded: dict[str, tuple[RunView, bytes]] = {}  # a view and its JSON, when known
         self.manifests: dict[str, tuple[str, str, int, bytes]] = {}
         self.rows: dict[str, list[tuple[Any, ...]]] = {}
         self.updates: dict[str, list[tuple[Any, ...]]] = {}
@@ -250,13 +251,16 @@ class _Batch:
         """Apply a run.ingested entry a worker prepared, as ``apply`` would; False (nothing
         done) when the fold needs the event itself: a manifest it carries is one some run waits
         on."""
-        if any(self.waiting_for(d) for d in prepared.carried):
+        waiting = self.waiting  # all of it: preload ran
+        if any(waiting.get(d) for d in prepared.carried):
             return False
         digest, at = prepared.runDigest, prepared.seq + 1
         old = self.run(digest)
         if old is None:  # otherwise the fold keeps the run as it is
             ctx = Context(prepared.seq, prepared.recordedAt)
-            self._set_run(digest, None, _RUN.decode(prepared.view), ctx)
+            view = _RUN.decode(prepared.view)
+            self.encoded[digest] = (view, prepared.view)
+            self._set_run(digest, None, view, ctx)
         for manifest_digest, kind, name, body in prepared.manifests:
             if manifest_digest not in self.manifests:
                 self.manifests[manifest_digest] = (kind, name, at, body)
@@ -267,12 +271,15 @@ class _Batch:
     def _set_run(self, digest: str, old: RunView | None, new: RunView, ctx: Context) -> None:
         self.runs[digest] = new
         self.run_versions.add(digest, ctx.seq + 1, new, had_db_row=digest in self.run_in_db)
-        before = set(old.waitingOn) if old is not None else set()
-        for d in before - set(new.waitingOn):
+        if old is None and not new.waitingOn:
+            before: set[str] = set()  # a new run that waits on nothing: nothing to update
+        else:
+            before = set(old.waitingOn) if old is not None else set()
+        for d in before - set(new.waitingOn) if before else ():
             self.waiting_for(d).discard(digest)
             self.waiting_del.add((d, digest))
             self.waiting_add.discard((d, digest))
-        for d in set(new.waitingOn) - before:
+        for d in set(new.waitingOn) - before if new.waitingOn else ():
             self.waiting_for(d).add(digest)
             self.waiting_add.add((d, digest))
             self.waiting_del.discard((d, digest))
@@ -362,8 +369,11 @@ class _Batch:
             [(v, k) for k, v in self.run_versions.close_db.items()],
         )
         run_rows = []
+        encoded = self.encoded
         for digest, versions in self.run_versions.rows.items():
+            known = encoded.get(digest)
             for valid_from, valid_to, view in versions:
+                body = known[1] if known is not None and known[0] is view else _ENC.encode(view)
                 run_rows.append(
                     (
                         digest,
@@ -379,7 +389,7 @@ class _Batch:
                         view.evidenceLevel,
                         view.hardware,
                         view.status,
-                        _ENC.encode(view),
+                        body,
                     )
                 )
         conn.executemany("INSERT INTO p_runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", run_rows)

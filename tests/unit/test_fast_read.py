@@ -140,3 +140,32 @@ def test_read_entry_names_the_fault(leaf: bytes, message: str) -> None:
         read_entry(leaf, position=9)
     assert info.value.details["position"] == 9
     assert "entry 9" in str(info.value)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    group=st.integers(0, 9),
+    author=st.integers(0, 3),
+    values=st.lists(st.integers(1, 10**9), min_size=2, max_size=4),
+    drop=st.sets(st.sampled_from(["workload", "implementation", "operation", "environment"])),
+    raw=st.booleans(),
+)
+def test_a_kernel_run_folds_the_same_with_its_shared_parts_cached(
+    group: int, author: int, values: list[int], drop: set[str], raw: bool
+) -> None:
+    """The ingest fold computes what a kernel run's shared manifests give once per combination
+    (``runs._KERNEL_SHARED``, ``runs._FRESH_EVIDENCE``): a cached answer equals a cold one."""
+    from projections import runs
+
+    ctx = runs.Context(4, "2026-11-30T00:00:00Z")
+    for value in values:
+        event = ingest_event(
+            bundle(group=group, author=author, value=value, raw_evidence=raw), drop=tuple(drop)
+        )
+        warm = runs.fold_run(event.runDigest, None, event, ctx)
+        runs._KERNEL_SHARED.clear()
+        runs._FRESH_EVIDENCE.clear()
+        cold = runs.fold_run(event.runDigest, None, event, ctx)
+        assert warm == cold
+        assert cold is not None and cold.primaryValue == float(value)
+        assert set(cold.unresolved) >= drop
