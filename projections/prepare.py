@@ -76,7 +76,7 @@ def _prepare(seq: int, leaf: bytes, sent: set[str]) -> Prepared | Other:
     view = fold_run(event.runDigest, None, event, Context(seq, entry.recordedAt))
     carried = carried_manifests(event)
     rows = []
-    for digest, manifest in ((event.runDigest, event.manifests["run"]), *carried.items()):
+    for digest, manifest in carried.items():
         if digest not in sent:
             sent.add(digest)
             rows.append(

@@ -14,6 +14,9 @@ from typing import Any
 
 import msgspec
 
+from events.decoding import decode_event
+from events.entries import read_entry
+from events.types import RunIngested
 from projections.errors import AmbiguousRun, UnknownGroup, UnknownRun
 from projections.views import LeaderChange, RunView
 
@@ -53,14 +56,36 @@ _LIVE = "valid_from <= ? AND (valid_to IS NULL OR valid_to > ?)"
 def manifest(
     conn: sqlite3.Connection, digest: str, as_of: int | None = None
 ) -> dict[str, Any] | None:
-    """The manifest with spec digest ``digest``, if the log held it at ``as_of``."""
+    """The manifest with spec digest ``digest``, if the log held it at ``as_of``. A run's own
+    manifest is read from its run.ingested entry (the projections keep only the manifests runs
+    reference: a run manifest is in the log once, not copied)."""
     row = conn.execute(
         "SELECT body FROM p_manifests WHERE digest = ? AND valid_from <= ?", (digest, _at(as_of))
     ).fetchone()
     if row is None:
-        return None
+        return _run_manifest(conn, digest, as_of)
     body: dict[str, Any] = _JSON.decode(row[0])
     return body
+
+
+def _run_manifest(
+    conn: sqlite3.Connection, digest: str, as_of: int | None
+) -> dict[str, Any] | None:
+    row = conn.execute(
+        "SELECT view FROM p_runs WHERE run_digest = ? AND valid_from <= ?"
+        " ORDER BY valid_from LIMIT 1",
+        (digest, _at(as_of)),
+    ).fetchone()
+    if row is None:
+        return None
+    seq = _RUN.decode(row[0]).ingestSeq
+    leaf = conn.execute("SELECT leaf FROM entries WHERE seq = ?", (seq,)).fetchone()
+    if leaf is None:
+        return None
+    event = decode_event(read_entry(bytes(leaf[0]), position=seq))
+    if not isinstance(event, RunIngested) or event.runDigest != digest:
+        return None
+    return event.manifests["run"]
 
 
 def _present(conn: sqlite3.Connection, sql: str, digests: list[str]) -> set[str]:

@@ -67,8 +67,8 @@ def record_ops(event: AnyEvent, ctx: Context, carried: dict[str, dict[str, Any]]
     row: tuple[Any, ...]
     match event:
         case RunIngested():
-            ops: list[Op] = [Manifest(event.runDigest, event.manifests["run"])]
-            ops += [Manifest(digest, manifest) for digest, manifest in carried.items()]
+            # The run's own manifest stays in its entry (``queries.manifest`` reads it there).
+            ops: list[Op] = [Manifest(digest, manifest) for digest, manifest in carried.items()]
             if event.rowKey is not None:
                 ops.append(Insert("p_rowkeys", (event.rowKey, event.runDigest, at)))
             return tuple(ops)
