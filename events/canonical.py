@@ -190,7 +190,18 @@ def canonical_bytes(value: Any) -> bytes:
 
 # A character beyond the BMP, written as 4-byte UTF-8 or as an escaped surrogate (\uD83D...):
 # where code-point order and UTF-16 order part.
-_SUPPLEMENTARY = re.compile(rb"[\xf0-\xf7]|\\u[dD][89abAB]")
+_BELOW_4_BYTE_LEAD = bytes(range(0xF0))  # bytes that cannot start a 4-byte UTF-8 sequence
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abAB]")
+
+
+def _may_hold_supplementary(text: bytes) -> bool:
+    """True if ``text`` may hold a character beyond the BMP: a byte of 0xF0 or more (a 4-byte
+    UTF-8 lead, or not UTF-8 at all) or an escaped surrogate. Deleting the lower bytes is a
+    C loop over the bytes; the escape is looked for only when ``\\u`` occurs."""
+    if text.translate(None, _BELOW_4_BYTE_LEAD):
+        return True
+    return b"\\u" in text and _SURROGATE_ESCAPE.search(text) is not None
+
 
 _JSON = msgspec.json.Decoder()
 
@@ -204,7 +215,7 @@ def canonical_json(text: bytes, *, members: tuple[str, ...] | None = None) -> by
     Raises:
         CanonicalizationError: the text is not JSON, or holds a lone surrogate escape.
     """
-    if _SUPPLEMENTARY.search(text) is None and not _may_hold_unsafe_integer(text):
+    if not _may_hold_supplementary(text) and not _may_hold_unsafe_integer(text):
         try:
             value = _MARKING.decode(text)
             if members is not None:

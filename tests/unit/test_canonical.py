@@ -150,3 +150,23 @@ def test_escaped_supplementary_keys_sort_by_utf16_units() -> None:
     value = json.loads(text)
     assert canonical_json(text) == rfc8785.dumps(value)
     assert canonical_json(text, members=("apiVersion",)) == rfc8785.dumps(value)
+
+
+@pytest.mark.parametrize(
+    ("text", "beyond_bmp"),
+    [
+        ("😀".encode(), True),
+        (b'"\\ud83d\\ude00"', True),
+        (b'"\\uDBFF\\uDFFF"', True),
+        (b'"\\u00e9 \\u20ac"', False),
+        ("é€ and CJK 漢字".encode(), False),
+        (b"\xff", True),  # not UTF-8: the slow path names it
+        (b'{"a": 1}', False),
+    ],
+)
+def test_the_fast_path_guard_finds_every_character_beyond_the_bmp(
+    text: bytes, beyond_bmp: bool
+) -> None:
+    from events.canonical import _may_hold_supplementary
+
+    assert _may_hold_supplementary(text) is beyond_bmp
