@@ -153,24 +153,42 @@ def read_entry(leaf: bytes, *, position: int) -> StoredEntry:
     try:
         leaf_ = _LEAF_BYTES_DECODER.decode(leaf)
     except msgspec.DecodeError:
-        # Name the fault as the two-step reading does (malformed leaf, or bad base64).
+        # The two-step reading names the fault (malformed leaf, or bad base64); should it read
+        # the leaf after all, its reading stands.
         entry = decode_leaf(leaf, position=position)
-        decode_payload(entry.envelope, position=position)
-        raise LogCorrupted(f"entry {position}: malformed leaf", position=position) from None
+        return _stored(
+            position,
+            entry.recordedAt,
+            entry.type,
+            entry.subject,
+            entry.envelope.payloadType,
+            decode_payload(entry.envelope, position=position),
+            entry.envelope.signatures,
+        )
     envelope = leaf_.envelope
-    signer = envelope.signatures[0].keyid if envelope.signatures else ""
-    ptype = envelope.payloadType
-    payload = envelope.payload
-    return StoredEntry(
+    return _stored(
         position,
         leaf_.recordedAt,
         leaf_.type,
         leaf_.subject,
-        ptype,
-        payload,
-        payload_digest(payload, ptype, signer) if leaf_.type in DIGEST_NAMED else "",
-        signer,
+        envelope.payloadType,
+        envelope.payload,
+        envelope.signatures,
     )
+
+
+def _stored(
+    seq: int,
+    recorded_at: str,
+    type_: str,
+    subject: str,
+    ptype: str,
+    payload: bytes,
+    signatures: list[DsseSignature],
+) -> StoredEntry:
+    signer = signatures[0].keyid if signatures else ""
+    digest = payload_digest(payload, ptype, signer) if type_ in DIGEST_NAMED else ""
+    return StoredEntry(seq, recorded_at, type_, subject, ptype, payload, digest, signer)
 
 
 def decode_payload(envelope: DsseEnvelope, *, position: int) -> bytes:
