@@ -9,7 +9,7 @@ Within a batch the aggregates live in memory; the rows are written once, at the 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -488,25 +488,13 @@ class Materializer:
         """
         if not entries:
             return
-        if self._keys is None:
-            self._keys = load_keys(self.conn)
-        batch = _Batch(self.conn, self._keys)
-        if self._carried is not None:
-            batch.carry_groups(self._carried)
-        try:
-            batch.preload(e.subject for e in entries if e.type.startswith(_SUBJECTS))
+
+        def fold(batch: _Batch) -> None:
             for entry in entries:
                 batch.apply(entry)
-            batch.flush()
-        except BaseException:
-            self._keys = None  # the caller rolls back; reload next time
-            raise
-        self._keys = dict(batch.keys)
-        if self._carried is not None:
-            self._carried = batch
-        self.conn.execute(
-            "INSERT OR REPLACE INTO p_state VALUES (?, ?)", (NAME, entries[-1].seq + 1)
-        )
+
+        subjects = [e.subject for e in entries if e.type.startswith(_SUBJECTS)]
+        self._in_batch(subjects, fold, entries[-1].seq)
 
     def apply_records(self, records: Sequence[Prepared | Other]) -> None:
         """``apply`` for entries a reader process prepared (``projections.prepare``).
@@ -516,31 +504,39 @@ class Materializer:
         """
         if not records:
             return
+
+        def fold(batch: _Batch) -> None:
+            for record in records:
+                if isinstance(record, Prepared) and batch.apply_prepared(record):
+                    continue
+                batch.apply(self._read(record.seq))
+
+        subjects = [
+            r.runDigest if isinstance(r, Prepared) else r.subject
+            for r in records
+            if isinstance(r, Prepared) or r.type.startswith(_SUBJECTS)
+        ]
+        self._in_batch(subjects, fold, records[-1].seq)
+
+    def _in_batch(self, subjects: list[str], fold: Callable[[_Batch], None], last: int) -> None:
+        """Run ``fold`` over one batch (loaded for ``subjects``), write what it changed and the
+        position after entry ``last``."""
         if self._keys is None:
             self._keys = load_keys(self.conn)
         batch = _Batch(self.conn, self._keys)
         if self._carried is not None:
             batch.carry_groups(self._carried)
         try:
-            batch.preload(
-                r.runDigest if type(r) is Prepared else r.subject  # type: ignore[union-attr]
-                for r in records
-                if type(r) is Prepared or r.type.startswith(_SUBJECTS)  # type: ignore[union-attr]
-            )
-            for record in records:
-                if type(record) is Prepared and batch.apply_prepared(record):
-                    continue
-                batch.apply(self._read(record.seq))
+            batch.preload(subjects)
+            fold(batch)
             batch.flush()
         except BaseException:
-            self._keys = None
+            self._keys = None  # the caller rolls back; reload next time
             raise
         self._keys = dict(batch.keys)
         if self._carried is not None:
             self._carried = batch
-        self.conn.execute(
-            "INSERT OR REPLACE INTO p_state VALUES (?, ?)", (NAME, records[-1].seq + 1)
-        )
+        self.conn.execute("INSERT OR REPLACE INTO p_state VALUES (?, ?)", (NAME, last + 1))
 
     def _read(self, seq: int) -> StoredEntry:
         row = self.conn.execute("SELECT leaf FROM entries WHERE seq = ?", (seq,)).fetchone()
