@@ -20,6 +20,7 @@ import sqlite3
 import struct
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -141,35 +142,37 @@ def prepared_batches(
         LogError: the reader failed.
     """
     command = [sys.executable, "-m", "projections.prepare", str(path), str(start), str(end)]
-    proc = subprocess.Popen(  # noqa: S603 - our own module, by the running interpreter
-        [*command, str(batch)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-    assert proc.stdout is not None  # noqa: S101 - piped above
-    try:
-        while True:
-            header = proc.stdout.read(_HEADER.size)
-            if len(header) < _HEADER.size:
-                proc.wait()
-                detail = proc.stderr.read().decode(errors="replace").strip() if proc.stderr else ""
-                raise LogError(
-                    "the rebuild's reader process ended early"
-                    + (f": {detail.splitlines()[-1]}" if detail else "")
-                )
-            kind, length = _HEADER.unpack(header)
-            body = proc.stdout.read(length)
-            if kind == b"D":
-                return
-            if kind == b"E":
-                raise LogError(f"the rebuild's reader process failed: {body.decode()}")
-            chunk: Any = pickle.loads(body)  # noqa: S301 - from our own reader process
-            yield chunk
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
-        proc.stdout.close()
-        if proc.stderr is not None:
-            proc.stderr.close()
+    # Its stderr goes to a file, read only if it fails: a pipe nobody drains could fill and
+    # stall it.
+    with tempfile.TemporaryFile() as errors:
+        proc = subprocess.Popen(  # noqa: S603 - our own module, by the running interpreter
+            [*command, str(batch)], stdout=subprocess.PIPE, stderr=errors
+        )
+        assert proc.stdout is not None  # noqa: S101 - piped above
+        try:
+            while True:
+                header = proc.stdout.read(_HEADER.size)
+                if len(header) < _HEADER.size:
+                    proc.wait()
+                    errors.seek(0)
+                    lines = errors.read().decode(errors="replace").strip().splitlines()
+                    raise LogError(
+                        "the rebuild's reader process ended early"
+                        + (f": {lines[-1]}" if lines else "")
+                    )
+                kind, length = _HEADER.unpack(header)
+                body = proc.stdout.read(length)
+                if kind == b"D":
+                    return
+                if kind == b"E":
+                    raise LogError(f"the rebuild's reader process failed: {body.decode()}")
+                chunk: Any = pickle.loads(body)  # noqa: S301 - from our own reader process
+                yield chunk
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            proc.stdout.close()
 
 
 if __name__ == "__main__":

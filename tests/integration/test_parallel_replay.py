@@ -93,3 +93,16 @@ def test_a_reader_that_cannot_read_the_log_is_an_error(tmp_path: Path) -> None:
     conn = sqlite3.connect(":memory:", isolation_level=None)
     with pytest.raises(LogError, match="reader process"):
         Materializer(conn).rebuild_log(tmp_path / "absent.db", 3)
+
+
+def test_a_reader_that_dies_is_an_error_with_its_last_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from projections.prepare import prepared_batches
+
+    # "sh -m projections.prepare …" fails at once and says why on stderr.
+    monkeypatch.setattr(sys, "executable", "/bin/sh")
+    with pytest.raises(LogError, match=r"reader process ended early: .*projections\.prepare"):
+        list(prepared_batches(tmp_path / "absent.db", 0, 3))
