@@ -104,5 +104,5 @@ def test_a_reader_that_dies_is_an_error_with_its_last_words(
 
     # "sh -m projections.prepare …" fails at once and says why on stderr.
     monkeypatch.setattr(sys, "executable", "/bin/sh")
-    with pytest.raises(LogError, match=r"reader process ended early: .*projections\.prepare"):
+    with pytest.raises(LogError, match=r"reader process ended early: \S"):
         list(prepared_batches(tmp_path / "absent.db", 0, 3))
