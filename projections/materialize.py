@@ -41,6 +41,12 @@ _ENC = msgspec.json.Encoder()
 _RUN = msgspec.json.Decoder(RunView)
 _KEY = msgspec.json.Decoder(KeyView)
 NAME = "all"
+# The format of what the folds store. Bump it whenever a fold or a table changes what it
+# writes: projections written in another format are stale, and the ledger rebuilds them from
+# the log when it opens the data directory.
+# 2: a run's own manifest is no longer copied into p_manifests.
+FORMAT = 2
+_FORMAT_ROW = "format"
 
 
 def _member(view: RunView | None) -> tuple[str | None, Member | None]:
@@ -479,6 +485,14 @@ class Materializer:
         ).fetchone()
         return 0 if row is None else int(row[0])
 
+    def stale(self) -> bool:
+        """True if the projections hold entries folded in another format than ``FORMAT`` (by
+        an older version of the folds): they must be rebuilt from the log."""
+        row = self.conn.execute(
+            "SELECT position FROM p_state WHERE projection = ?", (_FORMAT_ROW,)
+        ).fetchone()
+        return self.position() > 0 and (row is None or int(row[0]) != FORMAT)
+
     def apply(self, entries: Sequence[StoredEntry]) -> None:
         """Fold ``entries`` (consecutive, starting at ``position()``) into the projections, in
         the caller's transaction.
@@ -536,7 +550,10 @@ class Materializer:
         self._keys = dict(batch.keys)
         if self._carried is not None:
             self._carried = batch
-        self.conn.execute("INSERT OR REPLACE INTO p_state VALUES (?, ?)", (NAME, last + 1))
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO p_state VALUES (?, ?)",
+            [(NAME, last + 1), (_FORMAT_ROW, FORMAT)],
+        )
 
     def _read(self, seq: int) -> StoredEntry:
         row = self.conn.execute("SELECT leaf FROM entries WHERE seq = ?", (seq,)).fetchone()

@@ -41,6 +41,11 @@ def pending_of(event: Event, subject: str) -> Pending:
     )
 
 
+# From this many entries on, a rebuild has a reader process prepare the entries on the second
+# core (its start, about a third of a second, is then worth it).
+PARALLEL_FROM = 20_000
+
+
 class Ledger:
     """The log of one data directory, open for reading and appending."""
 
@@ -102,8 +107,30 @@ class Ledger:
     def __exit__(self, *_: object) -> None:
         self.close()
 
+    def rebuild_projections(self, *, parallel: bool | None = None, batch_size: int = 4000) -> int:
+        """Drop every projection and rebuild it from the whole log, in the caller's transaction;
+        return the number of entries applied. ``parallel``: a reader process prepares the
+        entries (``projections.prepare``); by default, for logs of ``PARALLEL_FROM`` entries or
+        more."""
+        size = self.store.refresh()
+        if parallel if parallel is not None else size >= PARALLEL_FROM:
+            return self.projections.rebuild_log(self.data.db, size, batch_size=batch_size)
+        entries = stored_entries(self.store, 0, size)
+        return self.projections.rebuild(entries, batch_size=batch_size)
+
     def _catch_up(self) -> None:
-        """Apply entries the projections have not seen (e.g. after a replay was interrupted)."""
+        """Rebuild projections written in another format (by an older version of the folds);
+        apply entries the projections have not seen (e.g. after a replay was interrupted)."""
+        conn = self.store.connection
+        if self.projections.stale():
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if self.projections.stale():  # another process may have rebuilt them meanwhile
+                    self.rebuild_projections()
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
         size = self.store.refresh()
         position = self.projections.position()
         if position < size:

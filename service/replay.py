@@ -11,7 +11,6 @@ from typing import Any
 
 import msgspec
 
-from events.store import stored_entries
 from projections import schema
 from service.ledger import Ledger
 
@@ -59,28 +58,19 @@ def table_digest(conn: sqlite3.Connection, table: str) -> str:
     return h.hexdigest()
 
 
-# From this many entries on, a reader process prepares the entries on the second core (its
-# start, about a third of a second, is then worth it).
-PARALLEL_FROM = 20_000
-
-
 def replay(ledger: Ledger, *, parallel: bool | None = None, batch_size: int = 4000) -> ReplayReport:
     """Rebuild the projections of ``ledger`` in one transaction and compare them with the
     incremental ones. The rebuilt tables stay (they are what the log says). ``parallel``: read
     and prepare the entries in a reader process (``projections.prepare``); by default, for
-    logs of ``PARALLEL_FROM`` entries or more."""
+    logs of ``service.ledger.PARALLEL_FROM`` entries or more."""
     conn = ledger.store.connection
-    size = ledger.store.refresh()
+    ledger.store.refresh()
     conn.execute("BEGIN IMMEDIATE")
     try:
         for table in schema.TABLES:
             conn.execute(f"DROP TABLE IF EXISTS temp.old_{table}")
             conn.execute(f"CREATE TEMP TABLE old_{table} AS SELECT * FROM main.{table}")  # noqa: S608
-        if parallel if parallel is not None else size >= PARALLEL_FROM:
-            count = ledger.projections.rebuild_log(ledger.data.db, size, batch_size=batch_size)
-        else:
-            entries = stored_entries(ledger.store, 0, size)
-            count = ledger.projections.rebuild(entries, batch_size=batch_size)
+        count = ledger.rebuild_projections(parallel=parallel, batch_size=batch_size)
         digests: dict[str, str] = {}
         differences: list[Difference] = []
         for table in schema.TABLES:
