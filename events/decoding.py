@@ -136,17 +136,9 @@ def _run_ingested(payload: bytes) -> RunIngested | None:
             manifests[role] = manifest
     except msgspec.DecodeError:
         return None
-    return RunIngested(
-        runDigest=wire.runDigest,
-        kind=wire.kind,
-        manifests=manifests,
-        origin=wire.origin,
-        unresolved=wire.unresolved,
-        aliases=wire.aliases,
-        sourceStatus=wire.sourceStatus,
-        publishedAt=wire.publishedAt,
-        rowKey=wire.rowKey,
-    )
+    fields = msgspec.structs.asdict(wire)
+    fields["manifests"] = manifests
+    return RunIngested(**fields)
 
 
 def decode_event(entry: StoredEntry) -> AnyEvent:

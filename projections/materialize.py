@@ -9,9 +9,9 @@ Within a batch the aggregates live in memory; the rows are written once, at the 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -41,6 +41,7 @@ _ENC = msgspec.json.Encoder()
 _RUN = msgspec.json.Decoder(RunView)
 _KEY = msgspec.json.Decoder(KeyView)
 NAME = "all"
+_T = TypeVar("_T")
 # The format of what the folds store. Bump it whenever a fold or a table changes what it
 # writes: projections written in another format are stale, and the ledger rebuilds them from
 # the log when it opens the data directory.
@@ -277,15 +278,13 @@ class _Batch:
     def _set_run(self, digest: str, old: RunView | None, new: RunView, ctx: Context) -> None:
         self.runs[digest] = new
         self.run_versions.add(digest, ctx.seq + 1, new, had_db_row=digest in self.run_in_db)
-        if old is None and not new.waitingOn:
-            before: set[str] = set()  # a new run that waits on nothing: nothing to update
-        else:
-            before = set(old.waitingOn) if old is not None else set()
-        for d in before - set(new.waitingOn) if before else ():
+        before = set(old.waitingOn) if old is not None else set()
+        after = set(new.waitingOn)
+        for d in before - after:
             self.waiting_for(d).discard(digest)
             self.waiting_del.add((d, digest))
             self.waiting_add.discard((d, digest))
-        for d in set(new.waitingOn) - before if new.waitingOn else ():
+        for d in after - before:
             self.waiting_for(d).add(digest)
             self.waiting_add.add((d, digest))
             self.waiting_del.discard((d, digest))
@@ -521,9 +520,10 @@ class Materializer:
 
         def fold(batch: _Batch) -> None:
             for record in records:
-                if isinstance(record, Prepared) and batch.apply_prepared(record):
-                    continue
-                batch.apply(self._read(record.seq))
+                if isinstance(record, Other):
+                    batch.apply(read_entry(record.leaf, position=record.seq))
+                elif not batch.apply_prepared(record):
+                    batch.apply(self._read(record.seq))
 
         subjects = [
             r.runDigest if isinstance(r, Prepared) else r.subject
@@ -566,8 +566,7 @@ class Materializer:
     def rebuild(self, entries: Iterable[StoredEntry], *, batch_size: int = 4000) -> int:
         """Drop every projection and replay ``entries`` from position 0 (in the caller's
         transaction). Returns the number of entries applied."""
-        with paused_gc():
-            return self._rebuild(entries, batch_size)
+        return self._rebuild(_chunks(entries, batch_size), self.apply)
 
     def rebuild_log(self, path: Path, size: int, *, batch_size: int = 4000) -> int:
         """``rebuild`` from the committed log at ``path`` (entries ``0 <= seq < size``), with a
@@ -577,43 +576,41 @@ class Materializer:
         Raises:
             LogError: the log does not read. EventError: an entry does not decode.
         """
+        count = self._rebuild(prepared_batches(path, 0, size, batch=batch_size), self.apply_records)
+        if count != size:
+            raise LogError(f"the log holds {count} entries, not {size}")
+        return count
+
+    def _rebuild(
+        self, batches: Iterable[Sequence[_T]], apply: Callable[[Sequence[_T]], None]
+    ) -> int:
         with paused_gc():
-            self._start_rebuild()
+            schema.drop(self.conn)
+            # Indexes are built once at the end: a bulk build is faster than maintaining them
+            # row by row. Reads during the rebuild (group loads, waiting runs) use the primary
+            # keys.
+            schema.create(self.conn, indexes=False)
+            self._keys = {}
+            # Nobody else writes while the rebuild runs, so the groups folded by one batch stay
+            # true for the next: they are carried over instead of reloaded from the database.
+            self._carried = _Batch(self.conn, {})
             count = 0
             try:
-                for records in prepared_batches(path, 0, size, batch=batch_size):
-                    self.apply_records(records)
-                    count += len(records)
+                for batch in batches:
+                    apply(batch)
+                    count += len(batch)
             finally:
                 self._carried = None
-            if count != size:
-                raise LogError(f"the log holds {count} entries, not {size}")
             schema.create(self.conn)
             return count
 
-    def _start_rebuild(self) -> None:
-        schema.drop(self.conn)
-        # Indexes are built once at the end: a bulk build is faster than maintaining them row
-        # by row. Reads during the rebuild (group loads, waiting runs) use the primary keys.
-        schema.create(self.conn, indexes=False)
-        self._keys = {}
-        # Nobody else writes while the rebuild runs, so the groups folded by one batch stay
-        # true for the next: they are carried over instead of reloaded from the database.
-        self._carried = _Batch(self.conn, {})
 
-    def _rebuild(self, entries: Iterable[StoredEntry], batch_size: int) -> int:
-        self._start_rebuild()
-        chunk: list[StoredEntry] = []
-        count = 0
-        try:
-            for entry in entries:
-                chunk.append(entry)
-                if len(chunk) >= batch_size:
-                    self.apply(chunk)
-                    count += len(chunk)
-                    chunk = []
-            self.apply(chunk)
-        finally:
-            self._carried = None
-        schema.create(self.conn)
-        return count + len(chunk)
+def _chunks(items: Iterable[_T], size: int) -> Iterator[list[_T]]:
+    chunk: list[_T] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk

@@ -54,7 +54,7 @@ class Prepared(msgspec.Struct, frozen=True, array_like=True):
 
 
 class Other(msgspec.Struct, frozen=True, array_like=True):
-    """Any other entry: the main process reads and folds it itself."""
+    """Any other entry: the main process reads its leaf and folds it itself."""
 
     seq: int
     type: str

@@ -71,14 +71,14 @@ def manifest(
 def _run_manifest(
     conn: sqlite3.Connection, digest: str, as_of: int | None
 ) -> dict[str, Any] | None:
+    # A run's first version is made by its run.ingested entry at position valid_from - 1.
     row = conn.execute(
-        "SELECT view FROM p_runs WHERE run_digest = ? AND valid_from <= ?"
-        " ORDER BY valid_from LIMIT 1",
+        "SELECT min(valid_from) FROM p_runs WHERE run_digest = ? AND valid_from <= ?",
         (digest, _at(as_of)),
     ).fetchone()
-    if row is None:
+    if row[0] is None:
         return None
-    seq = _RUN.decode(row[0]).ingestSeq
+    seq = int(row[0]) - 1
     leaf = conn.execute("SELECT leaf FROM entries WHERE seq = ?", (seq,)).fetchone()
     if leaf is None:
         return None

@@ -120,29 +120,23 @@ class Ledger:
 
     def _catch_up(self) -> None:
         """Rebuild projections written in another format (by an older version of the folds);
-        apply entries the projections have not seen (e.g. after a replay was interrupted)."""
+        apply entries the projections have not seen (e.g. after a replay was interrupted).
+        Decided again under the write lock: another process may have done it meanwhile."""
+        if not self.projections.stale() and self.projections.position() >= self.store.refresh():
+            return
         conn = self.store.connection
-        if self.projections.stale():
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                if self.projections.stale():  # another process may have rebuilt them meanwhile
-                    self.rebuild_projections()
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-        size = self.store.refresh()
-        position = self.projections.position()
-        if position < size:
-            conn = self.store.connection
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                entries = list(stored_entries(self.store, position, size))
-                self.projections.apply(entries)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if self.projections.stale():
+                self.rebuild_projections()
+            else:
+                size, position = self.store.refresh(), self.projections.position()
+                if position < size:
+                    self.projections.apply(list(stored_entries(self.store, position, size)))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
 
     def append(
         self, events: Sequence[tuple[Event, str]], *, progress: Callable[[int], None] | None = None

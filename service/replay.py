@@ -64,7 +64,6 @@ def replay(ledger: Ledger, *, parallel: bool | None = None, batch_size: int = 40
     and prepare the entries in a reader process (``projections.prepare``); by default, for
     logs of ``service.ledger.PARALLEL_FROM`` entries or more."""
     conn = ledger.store.connection
-    ledger.store.refresh()
     conn.execute("BEGIN IMMEDIATE")
     try:
         for table in schema.TABLES:
