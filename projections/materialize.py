@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 
 from events.bulk import paused_gc
 from events.decoding import decode_event
-from events.entries import StoredEntry, read_entry
-from events.errors import LogError
+from events.entries import StoredEntry
 from events.types import (
     AnyEvent,
     ManifestRecorded,
@@ -30,12 +28,11 @@ from events.types import (
 from projections import schema
 from projections.groups import MemberChange, apply_change, fold_group
 from projections.keyring import KeyView, fold_keys
-from projections.prepare import Other, Prepared, prepared_batches
 from projections.records import Insert, Manifest, Update, record_ops
 from projections.runs import Context, carried_manifests, fold_run
-from projections.views import GroupView, LeaderChange, Member, RunView
+from projections.views import Direction, GroupView, LeaderChange, Member, RunView
 
-__all__ = ["Materializer", "load_keys"]
+__all__ = ["GroupSeed", "Materializer", "format_rows", "load_keys"]
 
 _ENC = msgspec.json.Encoder()
 _RUN = msgspec.json.Decoder(RunView)
@@ -48,6 +45,17 @@ _T = TypeVar("_T")
 # 2: a run's own manifest is no longer copied into p_manifests.
 FORMAT = 2
 _FORMAT_ROW = "format"
+
+
+class GroupSeed(Protocol):
+    """What a group takes from the run that founds it."""
+
+    @property
+    def metricKey(self) -> str: ...  # noqa: N802 - the views' field name
+    @property
+    def direction(self) -> Direction: ...
+    @property
+    def kind(self) -> str: ...
 
 
 def _member(view: RunView | None) -> tuple[str | None, Member | None]:
@@ -112,7 +120,6 @@ class _Batch:
         self.waiting_add: set[tuple[str, str]] = set()
         self.waiting_del: set[tuple[str, str]] = set()
         self.aliases: list[tuple[str, str, int]] = []
-        self.encoded: dict[str, tuple[RunView, bytes]] = {}  # a view and its JSON, when known
         self.manifests: dict[str, tuple[str, str, int, bytes]] = {}
         self.rows: dict[str, list[tuple[Any, ...]]] = {}
         self.updates: dict[str, list[tuple[Any, ...]]] = {}
@@ -162,13 +169,20 @@ class _Batch:
                     self.run_in_db.add(digest)
 
     def waiting_for(self, digest: str) -> set[str]:
+        """The runs waiting on ``digest`` (the set itself: callers may change it)."""
         if not self.waiting_all and digest not in self.waiting_loaded:
             self.waiting_loaded.add(digest)
             rows = self.conn.execute("SELECT run_digest FROM p_waiting WHERE digest = ?", (digest,))
             self.waiting.setdefault(digest, set()).update(r[0] for r in rows)
         return self.waiting.setdefault(digest, set())
 
-    def group(self, key: str, template: RunView) -> GroupView:
+    def waiters(self, digest: str) -> set[str] | frozenset[str]:
+        """``waiting_for`` to read: a digest nobody waits on adds nothing to the batch."""
+        if self.waiting_all:
+            return self.waiting.get(digest, _NOBODY)
+        return self.waiting_for(digest)
+
+    def group(self, key: str, template: GroupSeed) -> GroupView:
         if key in self.groups:
             return self.groups[key]
         if self.no_groups is None:
@@ -238,10 +252,10 @@ class _Batch:
             case RunIngested():
                 targets = {event.runDigest}
                 for digest in carried:
-                    targets |= self.waiting_for(digest)
+                    targets |= self.waiters(digest)
                 return sorted(targets)
             case ManifestRecorded():
-                return sorted(self.waiting_for(event.digest))
+                return sorted(self.waiters(event.digest))
             case RunSuperseded() | RunRetracted() | RerunCompleted():
                 return [event.runDigest]
             case _:
@@ -253,27 +267,6 @@ class _Batch:
         if new is None or new == old:
             return
         self._set_run(digest, old, new, ctx)
-
-    def apply_prepared(self, prepared: Prepared) -> bool:
-        """Apply a run.ingested entry a worker prepared, as ``apply`` would; False (nothing
-        done) when the fold needs the event itself: a manifest it carries is one some run waits
-        on."""
-        waiting = self.waiting  # all of it: preload ran
-        if any(waiting.get(d) for d in prepared.carried):
-            return False
-        digest, at = prepared.runDigest, prepared.seq + 1
-        old = self.run(digest)
-        if old is None:  # otherwise the fold keeps the run as it is
-            ctx = Context(prepared.seq, prepared.recordedAt)
-            view = _RUN.decode(prepared.view)
-            self.encoded[digest] = (view, prepared.view)
-            self._set_run(digest, None, view, ctx)
-        for manifest_digest, kind, name, body in prepared.manifests:
-            if manifest_digest not in self.manifests:
-                self.manifests[manifest_digest] = (kind, name, at, body)
-        if prepared.rowKey is not None:
-            self.rows.setdefault("p_rowkeys", []).append((prepared.rowKey, digest, at))
-        return True
 
     def _set_run(self, digest: str, old: RunView | None, new: RunView, ctx: Context) -> None:
         self.runs[digest] = new
@@ -301,7 +294,7 @@ class _Batch:
             self._change_group(new_key, new, MemberChange(before_member, new_member), ctx.seq)
 
     def _change_group(
-        self, key: str, template: RunView | None, change: MemberChange, seq: int
+        self, key: str, template: GroupSeed | None, change: MemberChange, seq: int
     ) -> None:
         assert template is not None  # noqa: S101 - a member change always comes from a run
         old = self.group(key, template)
@@ -374,11 +367,8 @@ class _Batch:
             [(v, k) for k, v in self.run_versions.close_db.items()],
         )
         run_rows = []
-        encoded = self.encoded
         for digest, versions in self.run_versions.rows.items():
-            known = encoded.get(digest)
             for valid_from, valid_to, view in versions:
-                body = known[1] if known is not None and known[0] is view else _ENC.encode(view)
                 run_rows.append(
                     (
                         digest,
@@ -394,7 +384,7 @@ class _Batch:
                         view.evidenceLevel,
                         view.hardware,
                         view.status,
-                        body,
+                        _ENC.encode(view),
                     )
                 )
         conn.executemany("INSERT INTO p_runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", run_rows)
@@ -460,6 +450,7 @@ class _Batch:
             )
 
 
+_NOBODY: frozenset[str] = frozenset()
 _SUBJECTS = ("run.", "rerun.")  # entry types whose subject is a run
 _UPDATES = {
     "attestation_withdrawn": "UPDATE p_attestations SET withdrawn_at = ?, reason = ? WHERE id = ? AND withdrawn_at IS NULL",
@@ -509,29 +500,6 @@ class Materializer:
         subjects = [e.subject for e in entries if e.type.startswith(_SUBJECTS)]
         self._in_batch(subjects, fold, entries[-1].seq)
 
-    def apply_records(self, records: Sequence[Prepared | Other]) -> None:
-        """``apply`` for entries a reader process prepared (``projections.prepare``).
-
-        Raises:
-            LogCorrupted: an entry does not read. EventError: an entry does not decode.
-        """
-        if not records:
-            return
-
-        def fold(batch: _Batch) -> None:
-            for record in records:
-                if isinstance(record, Other):
-                    batch.apply(read_entry(record.leaf, position=record.seq))
-                elif not batch.apply_prepared(record):
-                    batch.apply(self._read(record.seq))
-
-        subjects = [
-            r.runDigest if isinstance(r, Prepared) else r.subject
-            for r in records
-            if isinstance(r, Prepared) or r.type.startswith(_SUBJECTS)
-        ]
-        self._in_batch(subjects, fold, records[-1].seq)
-
     def _in_batch(self, subjects: list[str], fold: Callable[[_Batch], None], last: int) -> None:
         """Run ``fold`` over one batch (loaded for ``subjects``), write what it changed and the
         position after entry ``last``."""
@@ -550,46 +518,45 @@ class Materializer:
         self._keys = dict(batch.keys)
         if self._carried is not None:
             self._carried = batch
-        self.conn.executemany(
-            "INSERT OR REPLACE INTO p_state VALUES (?, ?)",
-            [(NAME, last + 1), (_FORMAT_ROW, FORMAT)],
-        )
-
-    def _read(self, seq: int) -> StoredEntry:
-        row = self.conn.execute("SELECT leaf FROM entries WHERE seq = ?", (seq,)).fetchone()
-        return read_entry(bytes(row[0]), position=seq)
+        self.conn.executemany("INSERT OR REPLACE INTO p_state VALUES (?, ?)", format_rows(last + 1))
 
     def __call__(self, conn: sqlite3.Connection, entries: Sequence[StoredEntry]) -> None:
         """The store's projector hook."""
         self.apply(entries)
 
-    def rebuild(self, entries: Iterable[StoredEntry], *, batch_size: int = 4000) -> int:
+    def rebuild(
+        self, entries: Iterable[StoredEntry], *, batch_size: int = 4000, indexes: bool = True
+    ) -> int:
         """Drop every projection and replay ``entries`` from position 0 (in the caller's
-        transaction). Returns the number of entries applied."""
-        return self._rebuild(_chunks(entries, batch_size), self.apply)
+        transaction). Returns the number of entries applied. ``indexes=False``: leave the
+        read-side indexes out (a scratch copy that is only compared)."""
+        return self._rebuild(_chunks(entries, batch_size), self.apply, indexes=indexes)
 
-    def rebuild_log(self, path: Path, size: int, *, batch_size: int = 4000) -> int:
-        """``rebuild`` from the committed log at ``path`` (entries ``0 <= seq < size``), with a
-        reader process preparing the entries on the second core (``projections.prepare``).
-        Returns the number of entries applied.
-
-        Raises:
-            LogError: the log does not read. EventError: an entry does not decode.
-        """
-        count = self._rebuild(prepared_batches(path, 0, size, batch=batch_size), self.apply_records)
-        if count != size:
-            raise LogError(f"the log holds {count} entries, not {size}")
-        return count
+    def replace_with(self, rebuilt: sqlite3.Connection, schemas: Sequence[str]) -> None:
+        """Replace every projection with the rebuilt one that ``rebuilt`` reads from its
+        attached ``schemas`` (``projections.shards``), in the caller's transaction."""
+        schema.drop(self.conn)
+        schema.create(self.conn, indexes=False, fold_indexes=False)
+        for table in schema.TABLES:
+            rows = rebuilt.execute(schema.rebuilt_rows(schemas, table))
+            marks = ",".join("?" * len(rows.description))
+            self.conn.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)  # noqa: S608
+        schema.create(self.conn)
+        self._keys = None
 
     def _rebuild(
-        self, batches: Iterable[Sequence[_T]], apply: Callable[[Sequence[_T]], None]
+        self,
+        batches: Iterable[Sequence[_T]],
+        apply: Callable[[Sequence[_T]], None],
+        *,
+        indexes: bool = True,
     ) -> int:
         with paused_gc():
             schema.drop(self.conn)
             # Indexes are built once at the end: a bulk build is faster than maintaining them
-            # row by row. Reads during the rebuild (group loads, waiting runs) use the primary
-            # keys.
-            schema.create(self.conn, indexes=False)
+            # row by row. Reads during the rebuild (runs, waiting runs, leaders) use the primary
+            # keys; groups are carried from batch to batch, never loaded.
+            schema.create(self.conn, indexes=False, fold_indexes=False)
             self._keys = {}
             # Nobody else writes while the rebuild runs, so the groups folded by one batch stay
             # true for the next: they are carried over instead of reloaded from the database.
@@ -601,8 +568,14 @@ class Materializer:
                     count += len(batch)
             finally:
                 self._carried = None
-            schema.create(self.conn)
+            if indexes:
+                schema.create(self.conn)
             return count
+
+
+def format_rows(position: int) -> list[tuple[str, int]]:
+    """The p_state rows of projections that have applied ``position`` entries."""
+    return [(NAME, position), (_FORMAT_ROW, FORMAT)]
 
 
 def _chunks(items: Iterable[_T], size: int) -> Iterator[list[_T]]:

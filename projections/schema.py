@@ -8,8 +8,9 @@ position ``s`` is visible from size ``s + 1``). A read ``asOf`` size ``p`` takes
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 
-__all__ = ["TABLES", "create", "drop"]
+__all__ = ["TABLES", "create", "drop", "rebuilt_rows"]
 
 _DDL = {
     "p_state": """CREATE TABLE IF NOT EXISTS p_state (
@@ -89,14 +90,16 @@ TABLES = tuple(_DDL)
 _NEEDED_BY_THE_FOLDS = ("p_runs_group ", "p_leaders_current ", "p_waiting_run ")
 
 
-def create(conn: sqlite3.Connection, *, indexes: bool = True) -> None:
-    """Create every projection table (and, unless told not to, index) that does not exist."""
+def create(conn: sqlite3.Connection, *, indexes: bool = True, fold_indexes: bool = True) -> None:
+    """Create every projection table (and, unless told not to, index) that does not exist.
+
+    ``indexes=False`` leaves out the read-side indexes (a rebuild builds them at its end); those
+    the materialiser itself reads through (group members, current leaders, waiting runs) stay
+    unless ``fold_indexes=False`` too (a replay's scratch copy, which nobody reads by them)."""
     for ddl in _DDL.values():
         conn.execute(ddl)
     for ddl in _INDEXES:
-        # The read-side indexes wait for the end of a rebuild; those the materialiser itself
-        # reads through (group members, current leaders, waiting runs) are always there.
-        if indexes or any(name in ddl for name in _NEEDED_BY_THE_FOLDS):
+        if indexes or (fold_indexes and any(name in ddl for name in _NEEDED_BY_THE_FOLDS)):
             conn.execute(ddl)
 
 
@@ -104,3 +107,17 @@ def drop(conn: sqlite3.Connection) -> None:
     """Drop every projection table (the log's own tables are untouched)."""
     for table in TABLES:
         conn.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+# A table rebuilt into several scratch databases (``projections.shards``) is the union of their
+# rows, except that a manifest recorded by several shards keeps its first position.
+_UNION = {
+    "p_manifests": "SELECT digest, kind, name, min(valid_from) AS valid_from, body FROM ({u})"
+    " GROUP BY digest"
+}
+
+
+def rebuilt_rows(schemas: Sequence[str], table: str) -> str:
+    """The SQL that reads ``table`` rebuilt into the databases attached as ``schemas``."""
+    union = " UNION ALL ".join(f"SELECT * FROM {s}.{table}" for s in schemas)  # noqa: S608
+    return _UNION.get(table, "{u}").format(u=union) if len(schemas) > 1 else union

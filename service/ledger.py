@@ -8,6 +8,9 @@ projections and a signed checkpoint.
 from __future__ import annotations
 
 import base64
+import os
+import sqlite3
+import tempfile
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +24,7 @@ from events.types import EVENT_ENCODER, Event, KeyRegistered, event_tag
 from keys import KeyFileError, SigningKey, generate_key_file, load_private_key
 from keys.notekeys import valid_key_name
 from projections.materialize import Materializer, load_keys
+from projections.shards import Unshardable, open_scratch, rebuild_sharded
 from service.config import DEFAULT_ORIGIN, DataDir
 from service.errors import NotInitialised, UsageError
 from service.signing import Signers, envelope_signer
@@ -41,8 +45,8 @@ def pending_of(event: Event, subject: str) -> Pending:
     )
 
 
-# From this many entries on, a rebuild has a reader process prepare the entries on the second
-# core (its start, about a third of a second, is then worth it).
+# From this many entries on, a rebuild runs on every core (``projections.shards``): starting its
+# processes, about a third of a second, is then worth it.
 PARALLEL_FROM = 20_000
 
 
@@ -108,15 +112,53 @@ class Ledger:
         self.close()
 
     def rebuild_projections(self, *, parallel: bool | None = None, batch_size: int = 4000) -> int:
-        """Drop every projection and rebuild it from the whole log, in the caller's transaction;
-        return the number of entries applied. ``parallel``: a reader process prepares the
-        entries (``projections.prepare``); by default, for logs of ``PARALLEL_FROM`` entries or
-        more."""
+        """Drop every projection and rebuild it from the whole log, in the caller's transaction
+        (which holds the write lock); return the number of entries applied. ``parallel``: as
+        ``rebuild_scratch``, whose result then replaces the projections."""
         size = self.store.refresh()
-        if parallel if parallel is not None else size >= PARALLEL_FROM:
-            return self.projections.rebuild_log(self.data.db, size, batch_size=batch_size)
+        if not _parallel(size, parallel):
+            entries = stored_entries(self.store, 0, size)
+            return self.projections.rebuild(entries, batch_size=batch_size)
+        with tempfile.TemporaryDirectory(prefix="benchproof-rebuild-") as tmp:
+            rebuilt, schemas = self.rebuild_scratch(
+                size, Path(tmp), parallel=True, batch_size=batch_size
+            )
+            try:
+                self.projections.replace_with(rebuilt, schemas)
+            finally:
+                rebuilt.close()
+        return size
+
+    def rebuild_scratch(
+        self, size: int, folder: Path, *, parallel: bool | None = None, batch_size: int = 4000
+    ) -> tuple[sqlite3.Connection, list[str]]:
+        """Rebuild every projection of the first ``size`` entries into scratch databases under
+        ``folder``, leaving the live ones as they are; return a connection that reads them and
+        the schemas a table's rows come from (``projections.schema.rebuilt_rows``).
+        ``parallel``: on every core (``projections.shards``); by default, from
+        ``PARALLEL_FROM`` entries on.
+
+        Raises:
+            LogError, LogCorrupted, EventError: as the plain rebuild.
+        """
+        if _parallel(size, parallel):
+            try:
+                *shards, groups = rebuild_sharded(
+                    self.data.db, size, folder, workers=_WORKERS, batch=batch_size
+                )
+            except Unshardable:
+                pass  # a log its subjects cannot split: one process does it below
+            else:
+                conn = sqlite3.connect(groups, isolation_level=None)
+                for i, path in enumerate(shards):
+                    conn.execute("ATTACH DATABASE ? AS ?", (str(path), f"s{i}"))
+                return conn, [*(f"s{i}" for i in range(len(shards))), "main"]
+        conn = open_scratch(folder / "all.db")
+        conn.execute("BEGIN")
         entries = stored_entries(self.store, 0, size)
-        return self.projections.rebuild(entries, batch_size=batch_size)
+        Materializer(conn).rebuild(entries, batch_size=batch_size, indexes=False)
+        conn.execute("COMMIT")
+        return conn, ["main"]
 
     def _catch_up(self) -> None:
         """Rebuild projections written in another format (by an older version of the folds);
@@ -169,6 +211,14 @@ class Ledger:
     def _catch_up_if_needed(self) -> None:
         if self.projections.position() != self.store.refresh():
             self._catch_up()
+
+
+# Shards of a parallel rebuild: one per core, at least two (the test suite runs it anywhere).
+_WORKERS = max(2, min(os.cpu_count() or 1, 4))
+
+
+def _parallel(size: int, parallel: bool | None) -> bool:
+    return parallel if parallel is not None else size >= PARALLEL_FROM
 
 
 def _key_event(key: SigningKey, role: str, name: str) -> tuple[Event, str]:

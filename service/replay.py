@@ -1,12 +1,21 @@
-"""``benchproof replay``: drop and rebuild every projection from position 0, then compare each
-table with the incrementally maintained one, row by row."""
+"""``benchproof replay``: rebuild every projection from position 0, from the log alone, and
+compare each table with the incrementally maintained one, row by row.
+
+The rebuild goes into fresh scratch databases, never into the live tables: the comparison holds
+a read snapshot of the live ones, so the service goes on appending meanwhile. From
+``service.ledger.PARALLEL_FROM`` entries on, the rebuild runs on every core
+(``projections.shards``). Only when
+a table differs are the live projections rebuilt in place, under the write lock, so that they
+are what the log says."""
 
 from __future__ import annotations
 
 import hashlib
 import itertools
 import sqlite3
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -14,7 +23,7 @@ import msgspec
 from projections import schema
 from service.ledger import Ledger
 
-__all__ = ["Difference", "ReplayReport", "replay"]
+__all__ = ["Difference", "ReplayReport", "replay", "table_digest"]
 
 _ENC = msgspec.json.Encoder()
 
@@ -35,14 +44,13 @@ class ReplayReport(msgspec.Struct):
         return not self.differences
 
 
-def _rows(conn: sqlite3.Connection, table: str) -> Iterator[tuple[Any, ...]]:
-    schema_name, _, name = table.rpartition(".")
-    pragma = (
-        f"PRAGMA {schema_name}.table_info({name})" if schema_name else f"PRAGMA table_info({name})"
-    )
-    columns = [r[1] for r in conn.execute(pragma)]
+def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
+    return [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+
+
+def _ordered(conn: sqlite3.Connection, source: str, columns: Sequence[str]) -> sqlite3.Cursor:
     order = ", ".join(f'"{c}"' for c in columns)
-    yield from conn.execute(f"SELECT * FROM {table} ORDER BY {order}")  # noqa: S608
+    return conn.execute(f"SELECT * FROM ({source}) ORDER BY {order}")  # noqa: S608
 
 
 def _encode(row: tuple[Any, ...] | None) -> list[Any] | None:
@@ -51,41 +59,58 @@ def _encode(row: tuple[Any, ...] | None) -> list[Any] | None:
     return [v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in row]
 
 
-def table_digest(conn: sqlite3.Connection, table: str) -> str:
+def _digest(rows: Iterator[tuple[Any, ...]]) -> str:
     h = hashlib.sha256()
-    for row in _rows(conn, table):
+    for row in rows:
         h.update(_ENC.encode(_encode(row)) + b"\n")
     return h.hexdigest()
 
 
+def table_digest(conn: sqlite3.Connection, table: str) -> str:
+    """SHA-256 over a projection table's rows, in the order of all its columns."""
+    return _digest(_ordered(conn, f"SELECT * FROM {table}", _columns(conn, table)))  # noqa: S608
+
+
 def replay(ledger: Ledger, *, parallel: bool | None = None, batch_size: int = 4000) -> ReplayReport:
-    """Rebuild the projections of ``ledger`` in one transaction and compare them with the
-    incremental ones. The rebuilt tables stay (they are what the log says). ``parallel``: read
-    and prepare the entries in a reader process (``projections.prepare``); by default, for
-    logs of ``service.ledger.PARALLEL_FROM`` entries or more."""
+    """Rebuild the projections of ``ledger`` from its log into scratch databases and compare
+    them with the incremental ones (as of one read snapshot). If any table differs, the live
+    projections are then rebuilt in place: they are what the log says."""
     conn = ledger.store.connection
-    conn.execute("BEGIN IMMEDIATE")
+    digests: dict[str, str] = {}
+    differences: list[Difference] = []
+    conn.execute("BEGIN")  # a read snapshot: appends by others are not seen, nor blocked
     try:
-        for table in schema.TABLES:
-            conn.execute(f"DROP TABLE IF EXISTS temp.old_{table}")
-            conn.execute(f"CREATE TEMP TABLE old_{table} AS SELECT * FROM main.{table}")  # noqa: S608
-        count = ledger.rebuild_projections(parallel=parallel, batch_size=batch_size)
-        digests: dict[str, str] = {}
-        differences: list[Difference] = []
-        for table in schema.TABLES:
-            new_digest = table_digest(conn, table)
-            digests[table] = new_digest
-            if table_digest(conn, f"temp.old_{table}") == new_digest:
-                continue
-            old_rows, new_rows = list(_rows(conn, f"temp.old_{table}")), list(_rows(conn, table))
-            for a, b in itertools.zip_longest(old_rows, new_rows):
-                if a != b:
+        size = ledger.projections.position()
+        with tempfile.TemporaryDirectory(prefix="benchproof-replay-") as tmp:
+            rebuilt, schemas = ledger.rebuild_scratch(
+                size, Path(tmp), parallel=parallel, batch_size=batch_size
+            )
+            try:
+                for table in schema.TABLES:
+                    columns = _columns(conn, table)
+                    source = schema.rebuilt_rows(schemas, table)
+                    digests[table] = _digest(_ordered(rebuilt, source, columns))
+                    live = f"SELECT * FROM main.{table}"  # noqa: S608
+                    if _digest(_ordered(conn, live, columns)) == digests[table]:
+                        continue
+                    old, new = _ordered(conn, live, columns), _ordered(rebuilt, source, columns)
+                    try:
+                        pairs = itertools.zip_longest(old, new)
+                        a, b = next((a, b) for a, b in pairs if a != b)
+                    finally:
+                        old.close()
+                        new.close()
                     differences.append(Difference(table, _encode(a), _encode(b)))
-                    break
-        for table in schema.TABLES:
-            conn.execute(f"DROP TABLE temp.old_{table}")
+            finally:
+                rebuilt.close()
+    finally:
         conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    return ReplayReport(count, digests, differences)
+    if differences:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            ledger.rebuild_projections(parallel=parallel, batch_size=batch_size)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return ReplayReport(size, digests, differences)

@@ -1,5 +1,6 @@
-"""The replay whose entries a reader process prepares (``projections.prepare``): the same
-tables as the incremental projections, the same errors as the plain rebuild."""
+"""The rebuild on every core (``projections.shards``), as ``benchproof replay`` and a rebuild in
+place use it: the same tables as the incremental projections, the same errors as the plain
+rebuild."""
 
 from __future__ import annotations
 
@@ -9,13 +10,14 @@ from pathlib import Path
 import pytest
 
 from events.errors import LogCorrupted, LogError
-from events.types import ManifestRecorded, Origin, RunSuperseded
+from events.types import ManifestRecorded, Origin, RunRetracted, RunSuperseded
 from keys import SigningKey
-from projections import materialize
+from projections import schema
 from projections.materialize import Materializer
 from projections.queries import run_view
+from projections.shards import Unshardable, rebuild_sharded, shard_of
 from service.ledger import Ledger
-from service.replay import replay
+from service.replay import replay, table_digest
 from tests.builders import attestation, bundle, ingest_event, key_registration, rerun
 
 
@@ -45,30 +47,56 @@ def _mixed_log(ledger: Ledger) -> tuple[str, str]:
     return waiting["run"].digest, runs[1]
 
 
-def test_it_equals_the_incremental_projections_and_takes_both_paths(
-    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _tables(conn: sqlite3.Connection) -> dict[str, str]:
+    return {table: table_digest(conn, table) for table in schema.TABLES}
+
+
+def test_it_equals_the_incremental_projections(ledger: Ledger) -> None:
     waiting, verified = _mixed_log(ledger)
     conn = ledger.store.connection
     waiting_before = run_view(conn, waiting)
     assert waiting_before is not None and not waiting_before.unresolved
-    taken: list[bool] = []
-    original = materialize._Batch.apply_prepared
-
-    def spy(self: materialize._Batch, prepared: materialize.Prepared) -> bool:
-        taken.append(original(self, prepared))
-        return taken[-1]
-
-    monkeypatch.setattr(materialize._Batch, "apply_prepared", spy)
+    before = _tables(conn)
     for batch in (1, 4, 4000):
         report = replay(ledger, parallel=True, batch_size=batch)
         assert report.ok, report.differences
         assert report.entries == ledger.store.size
-    # Prepared views were taken, and the run that carried the awaited workload went the plain way.
-    assert True in taken and False in taken
-    assert run_view(conn, waiting) == waiting_before
+        assert report.digests == before
+    # The live tables were only read.
+    assert _tables(conn) == before
     view = run_view(conn, verified)
     assert view is not None and view.evidenceLevel == "verified"
+
+
+def test_the_in_place_rebuild_on_every_core_equals_the_plain_one(ledger: Ledger) -> None:
+    _mixed_log(ledger)
+    conn = ledger.store.connection
+    before = _tables(conn)
+    for parallel in (True, False):
+        conn.execute("BEGIN IMMEDIATE")
+        assert ledger.rebuild_projections(parallel=parallel, batch_size=3) == ledger.store.size
+        conn.execute("COMMIT")
+        assert _tables(conn) == before
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert {"p_runs_group", "p_aliases_run", "p_runs_current_level"} <= names
+
+
+def test_a_log_whose_subjects_do_not_name_their_runs_is_rebuilt_in_one_process(
+    ledger: Ledger,
+) -> None:
+    """A run event filed under another subject cannot be routed by its subject: the shards say
+    so, and the rebuild falls back to one process (same tables)."""
+    parts = [bundle(group=1, author=a, value=100 + a) for a in range(6)]
+    digests = [p["run"].digest for p in parts]
+    subject = next(d for d in digests[1:] if shard_of(d, 2) != shard_of(digests[0], 2))
+    ledger.append([(ingest_event(p), p["run"].digest) for p in parts])
+    ledger.append([(RunRetracted(runDigest=digests[0], reason="withdrawn"), subject)])
+    with pytest.raises(Unshardable):
+        rebuild_sharded(ledger.data.db, ledger.store.size, ledger.data.root, workers=2)
+    report = replay(ledger, parallel=True)
+    assert report.ok, report.differences
+    view = run_view(ledger.store.connection, digests[0])
+    assert view is not None and view.evidenceLevel == "retracted"
 
 
 def _break_leaf(ledger: Ledger, seq: int) -> None:
@@ -89,20 +117,23 @@ def test_a_malformed_leaf_is_named_as_the_plain_rebuild_names_it(ledger: Ledger)
     assert Materializer(ledger.store.connection).position() == ledger.store.size
 
 
-def test_a_reader_that_cannot_read_the_log_is_an_error(tmp_path: Path) -> None:
-    conn = sqlite3.connect(":memory:", isolation_level=None)
-    with pytest.raises(LogError, match="reader process"):
-        Materializer(conn).rebuild_log(tmp_path / "absent.db", 3)
+def test_a_worker_that_cannot_read_the_log_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(LogError, match="a rebuild worker failed: OperationalError"):
+        rebuild_sharded(tmp_path / "absent.db", 3, tmp_path, workers=2)
 
 
-def test_a_reader_that_dies_is_an_error_with_its_last_words(
+def test_a_log_shorter_than_asked_is_an_error(ledger: Ledger, tmp_path: Path) -> None:
+    size = ledger.store.size
+    with pytest.raises(LogError, match=f"the log holds {size} entries, not {size + 5}"):
+        rebuild_sharded(ledger.data.db, size + 5, tmp_path, workers=2)
+
+
+def test_a_worker_that_dies_is_an_error_with_its_last_words(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import sys
 
-    from projections.prepare import prepared_batches
-
-    # "sh -m projections.prepare …" fails at once and says why on stderr.
+    # "sh -m projections.shards …" fails at once and says why on stderr.
     monkeypatch.setattr(sys, "executable", "/bin/sh")
-    with pytest.raises(LogError, match=r"reader process ended early: \S"):
-        list(prepared_batches(tmp_path / "absent.db", 0, 3))
+    with pytest.raises(LogError, match=r"a rebuild worker ended early: \S"):
+        rebuild_sharded(tmp_path / "absent.db", 3, tmp_path, workers=2)

@@ -171,8 +171,9 @@ def test_replay_is_deterministic_resumable_and_time_travels(
 def test_the_parallel_rebuild_equals_the_incremental_projections(
     plan: list[tuple[Any, ...]], cuts: list[int], batch: int
 ) -> None:
-    """The rebuild whose entries a reader process prepares (``projections.prepare``) makes the
-    same tables as the incremental projections, in batches of any size."""
+    """The rebuild on every core (``projections.shards``: runs split by digest, groups folded
+    from the merged member changes) makes the same tables as the incremental projections, in
+    batches of any size."""
     with tempfile.TemporaryDirectory() as tmp:
         ledger, _ = init_data_dir(Path(tmp) / "d")
         try:

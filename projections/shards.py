@@ -1,0 +1,350 @@
+"""A rebuild of every projection on every core, into scratch databases: what ``benchproof
+replay`` compares with the incrementally maintained projections.
+
+Runs are independent of each other but for three things, and the rebuild splits the log by run
+accordingly. Each of ``workers`` processes (``python -m projections.shards``) reads the whole
+log on its own read-only connection and folds the runs whose digest falls in its shard
+(``shard_of``), writing their rows to its own scratch database:
+
+- every entry whose subject is a run (run.*, rerun.*) is folded and recorded by its run's shard;
+  every other entry is recorded by shard 0 (attestations, reports, citations, sources,
+  policies, manifests recorded on their own, keys);
+- key events are folded by every shard (a rerun's signer must hold the rerunner role);
+- a manifest that runs wait on may arrive with any run, or on its own: a shard that has waiting
+  runs reads every run.ingested and manifest.recorded entry for them;
+- a group's members come from every shard: each shard sends its member changes to the calling
+  process, which merges them in log order and folds the groups and leader histories into a
+  scratch database of its own.
+
+A table's rows are then the union of the scratch databases (``schema.rebuilt_rows``); a manifest that
+several shards recorded keeps its first position. The comparison in ``service.replay`` reads
+them that way; a test checks that they equal the incremental projections for random logs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import pickle
+import queue
+import sqlite3
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import zlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any, BinaryIO, NamedTuple
+
+import msgspec
+
+from events.bulk import paused_gc
+from events.entries import StoredEntry, read_entry
+from events.errors import EventError, LogCorrupted, LogError
+from events.types import AnyEvent, RerunCompleted, RunIngested, RunRetracted, RunSuperseded
+from projections import schema
+from projections.groups import MemberChange
+from projections.keyring import KeyView
+from projections.materialize import GroupSeed, _Batch, format_rows
+from projections.runs import Context
+from projections.views import Direction
+
+__all__ = ["Change", "Unshardable", "open_scratch", "rebuild_sharded", "shard_of"]
+
+
+class Unshardable(LogError):
+    """A run event whose subject is not its run: the log cannot be split by subject (the
+    caller rebuilds in one process)."""
+
+
+_HEADER = struct.Struct(">cQ")  # C: member changes, D: done, E: error; then the body's length
+_ERRORS: dict[str, type[EventError]] = {
+    "LogCorrupted": LogCorrupted,
+    "EventError": EventError,
+    "Unshardable": Unshardable,
+}
+
+
+def shard_of(subject: str, workers: int) -> int:
+    """The shard that folds the run ``subject`` (stable across processes, unlike ``hash``)."""
+    return zlib.crc32(subject.encode()) % workers
+
+
+def open_scratch(path: Path) -> sqlite3.Connection:
+    """A fresh scratch database: no journal, no syncs (it is thrown away if anything fails),
+    the projection tables without indexes."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    for pragma in (
+        "journal_mode=OFF",
+        "synchronous=OFF",
+        "locking_mode=EXCLUSIVE",
+        "cache_size=-131072",
+        "temp_store=MEMORY",
+    ):
+        conn.execute(f"PRAGMA {pragma}")
+    schema.create(conn, indexes=False, fold_indexes=False)
+    return conn
+
+
+class _Seed(NamedTuple):
+    metricKey: str
+    direction: Direction
+    kind: str
+
+
+# A member change as a shard sends it: (seq, run digest, order within the shard), group key,
+# the change, and what a new group takes from the run. Sorted by the first three: log order,
+# then the order the plain fold visits runs (by digest) and changes a run's groups.
+Change = tuple[int, str, int, str, MemberChange, _Seed]
+
+
+class _Peek(msgspec.Struct):
+    type: str
+    subject: str
+
+
+_PEEK = msgspec.json.Decoder(_Peek)
+_RUN_SUBJECTS = ("run.", "rerun.")
+_WAITED_ON = ("run.ingested.v1", "manifest.recorded.v1")
+
+
+class _ShardBatch(_Batch):
+    """A batch of one shard: folds only the runs of its shard, records only the entries it
+    owns, and keeps its member changes for the group fold instead of folding groups."""
+
+    def __init__(
+        self, conn: sqlite3.Connection, keys: dict[str, KeyView], shard: int, workers: int
+    ) -> None:
+        super().__init__(conn, keys)
+        self.shard, self.workers = shard, workers
+        self.owned = False
+        self.changes: list[Change] = []
+        self.order = 0
+
+    def apply_owned(self, entry: StoredEntry, owned: bool) -> None:
+        self.owned = owned
+        self.apply(entry)
+
+    def _targets(self, event: AnyEvent, carried: dict[str, Any]) -> list[str]:
+        if (
+            self.owned
+            and isinstance(event, RunIngested | RunSuperseded | RunRetracted | RerunCompleted)
+            and shard_of(event.runDigest, self.workers) != self.shard
+        ):
+            raise Unshardable(f"a {type(event).__name__} entry's subject is not its run")
+        targets = super()._targets(event, carried)
+        return [d for d in targets if shard_of(d, self.workers) == self.shard]
+
+    def _record(self, event: AnyEvent, ctx: Context, carried: dict[str, Any]) -> None:
+        if self.owned:
+            super()._record(event, ctx, carried)
+
+    def _change_group(
+        self, key: str, template: GroupSeed | None, change: MemberChange, seq: int
+    ) -> None:
+        assert template is not None  # noqa: S101 - a member change always comes from a run
+        member = change.after if change.after is not None else change.before
+        assert member is not None  # noqa: S101 - a change has a before or an after
+        seed = _Seed(template.metricKey, template.direction, template.kind)
+        self.changes.append((seq, member.runDigest, self.order, key, change, seed))
+        self.order += 1
+
+    def has_waiting(self) -> bool:
+        return any(self.waiting.values())
+
+    def flush(self) -> None:
+        if self.shard != 0:
+            self.keys_changed = False  # shard 0 writes the keyring
+        super().flush()
+
+
+def _leaf_chunks(log: Path, size: int, batch: int) -> Iterator[list[tuple[int, bytes]]]:
+    uri = f"{log.resolve().as_uri()}?mode=ro"
+    with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
+        rows = db.execute("SELECT seq, leaf FROM entries WHERE seq < ? ORDER BY seq", (size,))
+        while chunk := rows.fetchmany(batch):
+            yield [(seq, bytes(leaf)) for seq, leaf in chunk]
+
+
+def _fold_shard(
+    log: Path,
+    size: int,
+    shard: int,
+    workers: int,
+    out: Path,
+    batch: int,
+    send: Callable[[list[Change]], None],
+) -> int:
+    """Fold shard ``shard`` of the first ``size`` entries of ``log`` into ``out``; ``send``
+    hears each batch's member changes. Returns the number of entries read."""
+    conn = open_scratch(out)
+    keys: dict[str, KeyView] = {}
+    count = 0
+    conn.execute("BEGIN")
+    for chunk in _leaf_chunks(log, size, batch):
+        b = _ShardBatch(conn, keys, shard, workers)
+        # Which entries this shard owns (a leaf that does not read is read below, by shard 0,
+        # where it fails with the plain rebuild's words), and which it reads at all.
+        owners: list[tuple[int, bytes, str, int]] = []
+        subjects: list[str] = []
+        for seq, leaf in chunk:
+            try:
+                peek = _PEEK.decode(leaf)
+            except msgspec.DecodeError:
+                owners.append((seq, leaf, "", 0))
+                continue
+            run = peek.type.startswith(_RUN_SUBJECTS)
+            owner = shard_of(peek.subject, workers) if run else 0
+            owners.append((seq, leaf, peek.type, owner))
+            if run and owner == shard:
+                subjects.append(peek.subject)
+        b.preload(subjects)
+        for seq, leaf, kind, owner in owners:
+            owned = owner == shard
+            if not (owned or kind.startswith("key.") or (kind in _WAITED_ON and b.has_waiting())):
+                continue
+            b.apply_owned(read_entry(leaf, position=seq), owned)
+        b.flush()
+        keys = dict(b.keys)
+        count += len(chunk)
+        send(b.changes)
+    conn.execute("COMMIT")
+    conn.close()
+    return count
+
+
+def _serve(log: str, size: int, shard: int, workers: int, out: str, batch: int) -> None:
+    pipe: BinaryIO = sys.stdout.buffer
+
+    def send(kind: bytes, body: bytes) -> None:
+        pipe.write(_HEADER.pack(kind, len(body)))
+        pipe.write(body)
+
+    def changes(items: list[Change]) -> None:
+        send(b"C", pickle.dumps(items, protocol=pickle.HIGHEST_PROTOCOL))
+
+    try:
+        with paused_gc():
+            count = _fold_shard(Path(log), size, shard, workers, Path(out), batch, changes)
+        send(b"D", str(count).encode())
+    except Exception as exc:  # noqa: BLE001 - reported to the calling process, which raises
+        send(b"E", f"{type(exc).__name__}\n{exc}".encode())
+    pipe.flush()
+
+
+class _Worker:
+    """One shard's process, and a thread that drains its pipe into a queue."""
+
+    def __init__(self, command: list[str], errors: IO[bytes]) -> None:
+        self.errors = errors
+        self.proc = subprocess.Popen(  # noqa: S603 - our own module, by the running interpreter
+            command, stdout=subprocess.PIPE, stderr=errors
+        )
+        self.frames: queue.Queue[tuple[bytes, bytes]] = queue.Queue()
+        self.thread = threading.Thread(target=self._drain, daemon=True)
+        self.thread.start()
+
+    def _drain(self) -> None:
+        stdout = self.proc.stdout
+        assert stdout is not None  # noqa: S101 - piped above
+        while True:
+            header = stdout.read(_HEADER.size)
+            if len(header) < _HEADER.size:
+                self.frames.put((b"", b""))
+                return
+            kind, length = _HEADER.unpack(header)
+            self.frames.put((kind, stdout.read(length)))
+            if kind != b"C":
+                return
+
+    def changes(self) -> Iterator[Change]:
+        """The shard's member changes, in its order, until it is done.
+
+        Raises:
+            LogError: the process failed or ended early. LogCorrupted, EventError: an entry
+            does not read or decode (as the plain rebuild would say it)."""
+        while True:
+            kind, body = self.frames.get()
+            if kind == b"C":
+                yield from pickle.loads(body)  # noqa: S301 - from our own worker process
+            elif kind == b"D":
+                self.count = int(body)
+                return
+            elif kind == b"E":
+                name, _, detail = body.decode().partition("\n")
+                raise _ERRORS.get(name, LogError)(
+                    detail if name in _ERRORS else f"a rebuild worker failed: {name}: {detail}"
+                )
+            else:
+                self.proc.wait()
+                self.errors.seek(0)
+                lines = self.errors.read().decode(errors="replace").strip().splitlines()
+                raise LogError("a rebuild worker ended early" + (f": {lines[-1]}" if lines else ""))
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.thread.join()
+        assert self.proc.stdout is not None  # noqa: S101 - piped above
+        self.proc.stdout.close()
+
+
+def _fold_groups(conn: sqlite3.Connection, changes: Iterator[Change], batch: int) -> None:
+    """Fold the merged member changes into the groups and leader histories of ``conn``, in
+    batches that end between positions (a position's changes make one version)."""
+    b = _Batch(conn, {})
+    done, last = 0, -1
+    for seq, _, _, key, change, seed in changes:
+        if done >= batch and seq != last:
+            b.flush()
+            b, previous, done = _Batch(conn, {}), b, 0
+            b.carry_groups(previous)
+        b._change_group(key, seed, change, seq)
+        done, last = done + 1, seq
+    b.flush()
+
+
+def rebuild_sharded(
+    log: Path, size: int, out: Path, *, workers: int = 2, batch: int = 4000
+) -> list[Path]:
+    """Rebuild every projection from the first ``size`` entries of the log at ``log`` into
+    fresh scratch databases under the folder ``out``: one per shard, and one for the groups and
+    the projection state. Returns their paths; ``schema.rebuilt_rows`` reads a table from them.
+
+    Raises:
+        LogError: a worker failed, or the log holds fewer entries. LogCorrupted, EventError:
+        an entry does not read or decode.
+    """
+    paths = [out / f"shard-{i}.db" for i in range(workers)]
+    groups = out / "groups.db"
+    with contextlib.ExitStack() as stack:
+        running = []
+        for i, path in enumerate(paths):
+            errors = stack.enter_context(tempfile.TemporaryFile())
+            command = [sys.executable, "-m", "projections.shards"]
+            args = [str(log), str(size), str(i), str(workers), str(path), str(batch)]
+            worker = _Worker([*command, *args], errors)
+            stack.callback(worker.stop)
+            running.append(worker)
+        conn = open_scratch(groups)
+        stack.callback(conn.close)
+        conn.execute("BEGIN")
+        with paused_gc():
+            merged = heapq.merge(*(w.changes() for w in running), key=lambda c: c[:3])
+            _fold_groups(conn, merged, batch)
+        counts = {w.count for w in running}
+        if counts != {size}:
+            raise LogError(f"the log holds {min(counts)} entries, not {size}")
+        conn.executemany("INSERT INTO p_state VALUES (?, ?)", format_rows(size))
+        conn.execute("COMMIT")
+    return [*paths, groups]
+
+
+if __name__ == "__main__":
+    from projections import shards
+
+    _log, _size, _shard, _workers, _out, _batch = sys.argv[1:7]
+    shards._serve(_log, int(_size), int(_shard), int(_workers), _out, int(_batch))
