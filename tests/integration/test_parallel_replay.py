@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -137,3 +138,31 @@ def test_a_worker_that_dies_is_an_error_with_its_last_words(
     monkeypatch.setattr(sys, "executable", "/bin/sh")
     with pytest.raises(LogError, match=r"a rebuild worker ended early: \S"):
         rebuild_sharded(tmp_path / "absent.db", 3, tmp_path, workers=2)
+
+
+def test_a_replay_reads_a_snapshot_and_lets_others_append_meanwhile(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rebuild runs without the write lock: another writer appends while it runs, and the
+    comparison is made as of the snapshot the replay began with."""
+    _mixed_log(ledger)
+    size = ledger.store.size
+    other = Ledger.open(ledger.data.root, clock=ledger.clock)
+    late = bundle(group=1, author=2, value=7)
+    original = Ledger.rebuild_scratch
+
+    def append_meanwhile(self: Ledger, *args: Any, **kwargs: Any) -> Any:
+        other.append([(ingest_event(late), late["run"].digest)])  # not blocked
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Ledger, "rebuild_scratch", append_meanwhile)
+    try:
+        report = replay(ledger, parallel=True)
+    finally:
+        other.close()
+    assert report.ok, report.differences
+    assert report.entries == size
+    assert ledger.store.refresh() == size + 1
+    monkeypatch.undo()
+    after = replay(ledger)
+    assert after.ok and after.entries == size + 1
