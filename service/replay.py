@@ -26,7 +26,6 @@ from service.ledger import Ledger
 __all__ = ["Difference", "ReplayReport", "replay", "table_digest"]
 
 
-
 class Difference(msgspec.Struct, frozen=True):
     table: str
     incremental: list[Any] | None
