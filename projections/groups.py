@@ -93,9 +93,7 @@ def fold_group(group: GroupView, change: MemberChange, members: Sequence[Member]
         history, values = leader_history(
             group.comparisonKey, tuple(members), group.direction, group.policyVersion
         )
-    return msgspec.structs.replace(
-        group, memberCount=len(members), history=history, leaderValues=values
-    )
+    return msgspec.structs.replace(group, history=history, leaderValues=values)
 
 
 def apply_change(members: list[Member], change: MemberChange) -> None:

@@ -43,7 +43,8 @@ _T = TypeVar("_T")
 # writes: projections written in another format are stale, and the ledger rebuilds them from
 # the log when it opens the data directory.
 # 2: a run's own manifest is no longer copied into p_manifests.
-FORMAT = 2
+# 3: p_groups has no member count (a version per leader change, not per member joining).
+FORMAT = 3
 _FORMAT_ROW = "format"
 
 
@@ -217,9 +218,7 @@ class _Batch:
             self.leader_rows[key] = {(r[0], r[1], r[2]): r[5] for r in rows}
             value_of = {m.runDigest: m.value for m in members}
             values = tuple(value_of[h.runDigest] for h in history)
-            group = GroupView(
-                key, meta[1], meta[2], meta[0], len(members), history, values, meta[4]
-            )
+            group = GroupView(key, meta[1], meta[2], meta[0], history, values, meta[4])
             self.members[key] = members
 
         self.groups[key] = group
@@ -403,13 +402,12 @@ class _Batch:
                         g.kind,
                         g.metricKey,
                         g.direction,
-                        g.memberCount,
                         g.leader,
                         g.best,
                         g.policyVersion,
                     )
                 )
-        conn.executemany("INSERT INTO p_groups VALUES (?,?,?,?,?,?,?,?,?,?)", group_rows)
+        conn.executemany("INSERT INTO p_groups VALUES (?,?,?,?,?,?,?,?,?)", group_rows)
         conn.executemany(
             "UPDATE p_leaders SET valid_to = ? WHERE group_key = ? AND run_digest = ? AND valid_from = ?",
             self.leader_closed,

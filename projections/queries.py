@@ -302,13 +302,19 @@ def group(conn: sqlite3.Connection, key: str, as_of: int | None = None) -> Group
     """
     p = _at(as_of)
     row = conn.execute(
-        "SELECT kind, metric_key, direction, members, leader, best, policy_version FROM p_groups"
+        "SELECT kind, metric_key, direction, leader, best, policy_version FROM p_groups"
         f" WHERE group_key = ? AND {_LIVE}",
         (key, p, p),
     ).fetchone()
     if row is None:
         raise UnknownGroup(f"no comparison group {key!r}", key=key)
-    return GroupSummary(key, *row)
+    # The group's version changes with its leader; its members are its eligible run versions.
+    (members,) = conn.execute(
+        f"SELECT count(*) FROM p_runs WHERE group_key = ? AND eligible = 1 AND {_LIVE}",
+        (key, p, p),
+    ).fetchone()
+    kind, metric, direction, leader, best, policy = row
+    return GroupSummary(key, kind, metric, direction, members, leader, best, policy)
 
 
 def ranked_members(

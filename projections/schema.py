@@ -36,7 +36,7 @@ _DDL = {
     "p_groups": """CREATE TABLE IF NOT EXISTS p_groups (
         group_key TEXT NOT NULL, valid_from INTEGER NOT NULL, valid_to INTEGER,
         kind TEXT NOT NULL, metric_key TEXT NOT NULL, direction TEXT NOT NULL,
-        members INTEGER NOT NULL, leader TEXT, best REAL, policy_version TEXT NOT NULL,
+        leader TEXT, best REAL, policy_version TEXT NOT NULL,
         PRIMARY KEY (group_key, valid_from))""",
     "p_leaders": """CREATE TABLE IF NOT EXISTS p_leaders (
         group_key TEXT NOT NULL, run_digest TEXT NOT NULL, previous_run_digest TEXT,

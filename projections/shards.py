@@ -33,12 +33,9 @@ import subprocess
 import sys
 import tempfile
 import threading
-import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, BinaryIO, NamedTuple
-
-import msgspec
 
 from events.bulk import paused_gc
 from events.entries import StoredEntry, read_entry
@@ -68,8 +65,10 @@ _ERRORS: dict[str, type[EventError]] = {
 
 
 def shard_of(subject: str, workers: int) -> int:
-    """The shard that folds the run ``subject`` (stable across processes, unlike ``hash``)."""
-    return zlib.crc32(subject.encode()) % workers
+    """The shard that folds the run ``subject``: its last character's code point modulo the
+    number of shards (a digest's last hex digit spreads runs evenly; ``_ROUTE`` computes the
+    same in SQL)."""
+    return (ord(subject[-1]) if subject else 0) % workers
 
 
 def open_scratch(path: Path) -> sqlite3.Connection:
@@ -100,12 +99,6 @@ class _Seed(NamedTuple):
 Change = tuple[int, str, int, str, MemberChange, _Seed]
 
 
-class _Peek(msgspec.Struct):
-    type: str
-    subject: str
-
-
-_PEEK = msgspec.json.Decoder(_Peek)
 _RUN_SUBJECTS = ("run.", "rerun.")
 _WAITED_ON = ("run.ingested.v1", "manifest.recorded.v1")
 
@@ -160,12 +153,13 @@ class _ShardBatch(_Batch):
         super().flush()
 
 
-def _leaf_chunks(log: Path, size: int, batch: int) -> Iterator[list[tuple[int, bytes]]]:
-    uri = f"{log.resolve().as_uri()}?mode=ro"
-    with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
-        rows = db.execute("SELECT seq, leaf FROM entries WHERE seq < ? ORDER BY seq", (size,))
-        while chunk := rows.fetchmany(batch):
-            yield [(seq, bytes(leaf)) for seq, leaf in chunk]
+# An entry's route, from its type and subject columns: the leaf itself is read only where the
+# shard will fold or record the entry (a run's entry, by its run's shard; any other, by all).
+_ROUTE = """SELECT seq, type, subject,
+    CASE WHEN (substr(type, 1, 4) = 'run.' OR substr(type, 1, 6) = 'rerun.')
+        AND coalesce(unicode(substr(subject, -1)), 0) % :workers != :shard
+    THEN NULL ELSE leaf END
+    FROM entries WHERE seq < :size ORDER BY seq"""
 
 
 def _fold_shard(
@@ -182,35 +176,39 @@ def _fold_shard(
     conn = open_scratch(out)
     keys: dict[str, KeyView] = {}
     count = 0
-    conn.execute("BEGIN")
-    for chunk in _leaf_chunks(log, size, batch):
-        b = _ShardBatch(conn, keys, shard, workers)
-        # Which entries this shard owns (a leaf that does not read is read below, by shard 0,
-        # where it fails with the plain rebuild's words), and which it reads at all.
-        owners: list[tuple[int, bytes, str, int]] = []
-        subjects: list[str] = []
-        for seq, leaf in chunk:
-            try:
-                peek = _PEEK.decode(leaf)
-            except msgspec.DecodeError:
-                owners.append((seq, leaf, "", 0))
-                continue
-            run = peek.type.startswith(_RUN_SUBJECTS)
-            owner = shard_of(peek.subject, workers) if run else 0
-            owners.append((seq, leaf, peek.type, owner))
-            if run and owner == shard:
-                subjects.append(peek.subject)
-        b.preload(subjects)
-        for seq, leaf, kind, owner in owners:
-            owned = owner == shard
-            if not (owned or kind.startswith("key.") or (kind in _WAITED_ON and b.has_waiting())):
-                continue
-            b.apply_owned(read_entry(leaf, position=seq), owned)
-        b.flush()
-        keys = dict(b.keys)
-        count += len(chunk)
-        send(b.changes)
-    conn.execute("COMMIT")
+    uri = f"{log.resolve().as_uri()}?mode=ro"
+    with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
+        rows = db.execute(_ROUTE, {"workers": workers, "shard": shard, "size": size})
+        conn.execute("BEGIN")
+        while chunk := rows.fetchmany(batch):
+            b = _ShardBatch(conn, keys, shard, workers)
+            subjects = [
+                subject
+                for _, kind, subject, leaf in chunk
+                if leaf is not None and kind.startswith(_RUN_SUBJECTS)
+            ]
+            b.preload(subjects)
+            for seq, kind, subject, leaf in chunk:
+                owned = leaf is not None and (kind.startswith(_RUN_SUBJECTS) or shard == 0)
+                if owned or kind.startswith("key."):
+                    entry = read_entry(leaf, position=seq)
+                elif kind in _WAITED_ON and b.has_waiting():
+                    # Another shard's run may bring what one of ours waits on.
+                    found = db.execute("SELECT leaf FROM entries WHERE seq = ?", (seq,))
+                    entry = read_entry(found.fetchone()[0], position=seq)
+                else:
+                    continue
+                if (entry.type, entry.subject) != (kind, subject):
+                    raise LogCorrupted(
+                        f"entry {seq}: its type and subject columns are not its leaf's",
+                        position=seq,
+                    )
+                b.apply_owned(entry, owned)
+            b.flush()
+            keys = dict(b.keys)
+            count += len(chunk)
+            send(b.changes)
+        conn.execute("COMMIT")
     conn.close()
     return count
 

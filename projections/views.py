@@ -124,15 +124,14 @@ class LeaderChange(msgspec.Struct, frozen=True):
 
 
 class GroupView(msgspec.Struct, frozen=True, omit_defaults=True):
-    """A comparison group: how many eligible members it has, and its leader history (the
-    members themselves are the group's eligible run versions; the materialiser keeps them in
-    walk order while it folds)."""
+    """A comparison group: its leader history. Its members are the group's eligible run
+    versions (counted from them when read; the materialiser keeps them in walk order while it
+    folds), so a group gets a new version only when its leaders change."""
 
     comparisonKey: str
     metricKey: str
     direction: Direction
     kind: str
-    memberCount: int = 0
     history: tuple[LeaderChange, ...] = ()
     leaderValues: tuple[float, ...] = ()
     policyVersion: str = "ranking-v1"

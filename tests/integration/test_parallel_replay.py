@@ -166,3 +166,37 @@ def test_a_replay_reads_a_snapshot_and_lets_others_append_meanwhile(
     monkeypatch.undo()
     after = replay(ledger)
     assert after.ok and after.entries == size + 1
+
+
+def _in_shard(shard: int, group: int, author: int) -> dict[str, Any]:
+    """A bundle of ``group`` whose run falls in ``shard`` of two."""
+    return next(
+        parts
+        for value in range(1, 100)
+        if shard_of((parts := bundle(group=group, author=author, value=value))["run"].digest, 2)
+        == shard
+    )
+
+
+@pytest.mark.parametrize("brought_by", ["a run of the other shard", "manifest.recorded"])
+def test_a_run_waiting_in_one_shard_is_resolved_by_what_the_other_brings(
+    ledger: Ledger, brought_by: str
+) -> None:
+    waiting = _in_shard(1, group=2, author=1)
+    ledger.append([(ingest_event(waiting, drop=("workload",)), waiting["run"].digest)])
+    if brought_by == "manifest.recorded":
+        wl = waiting["workload"]
+        origin = Origin(source="synthetic", importer="tests", importerVersion="1")
+        event = ManifestRecorded(
+            digest=wl.digest, kind=wl.kind, manifest=wl.manifest, origin=origin
+        )
+        ledger.append([(event, wl.digest)])
+    else:
+        carrier = _in_shard(0, group=2, author=2)
+        assert carrier["workload"].digest == waiting["workload"].digest
+        ledger.append([(ingest_event(carrier), carrier["run"].digest)])
+    view = run_view(ledger.store.connection, waiting["run"].digest)
+    assert view is not None and not view.unresolved and view.comparisonKey is not None
+    for batch in (1, 4000):
+        report = replay(ledger, parallel=True, batch_size=batch)
+        assert report.ok, report.differences
