@@ -119,7 +119,7 @@ class Ledger:
         if not _parallel(size, parallel):
             entries = stored_entries(self.store, 0, size)
             return self.projections.rebuild(entries, batch_size=batch_size)
-        with tempfile.TemporaryDirectory(prefix="benchproof-rebuild-") as tmp:
+        with tempfile.TemporaryDirectory(prefix=".rebuild-", dir=self.data.root) as tmp:
             rebuilt, schemas = self.rebuild_scratch(
                 size, Path(tmp), parallel=True, batch_size=batch_size
             )

@@ -86,7 +86,8 @@ def replay(ledger: Ledger, *, parallel: bool | None = None, batch_size: int = 40
     conn.execute("BEGIN")  # a read snapshot: appends by others are not seen, nor blocked
     try:
         size = ledger.projections.position()
-        with tempfile.TemporaryDirectory(prefix="benchproof-replay-") as tmp:
+        # Beside the database: the scratch copy is about as large as the projections.
+        with tempfile.TemporaryDirectory(prefix=".replay-", dir=ledger.data.root) as tmp:
             rebuilt, schemas = ledger.rebuild_scratch(
                 size, Path(tmp), parallel=parallel, batch_size=batch_size
             )

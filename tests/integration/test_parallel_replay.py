@@ -63,8 +63,9 @@ def test_it_equals_the_incremental_projections(ledger: Ledger) -> None:
         assert report.ok, report.differences
         assert report.entries == ledger.store.size
         assert report.digests == before
-    # The live tables were only read.
+    # The live tables were only read, and the scratch databases are gone.
     assert _tables(conn) == before
+    assert not list(ledger.data.root.glob(".replay-*"))
     view = run_view(conn, verified)
     assert view is not None and view.evidenceLevel == "verified"
 
@@ -116,6 +117,7 @@ def test_a_malformed_leaf_is_named_as_the_plain_rebuild_names_it(ledger: Ledger)
             replay(ledger, parallel=parallel)
     # Nothing of the failed rebuilds stayed: the projections are the incremental ones.
     assert Materializer(ledger.store.connection).position() == ledger.store.size
+    assert not list(ledger.data.root.glob(".replay-*"))
 
 
 def test_a_worker_that_cannot_read_the_log_is_an_error(tmp_path: Path) -> None:
