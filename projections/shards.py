@@ -1,10 +1,11 @@
 """A rebuild of every projection on every core, into scratch databases: what ``benchproof
 replay`` compares with the incrementally maintained projections.
 
-Runs are independent of each other but for three things, and the rebuild splits the log by run
-accordingly. Each of ``workers`` processes (``python -m projections.shards``) reads the whole
-log on its own read-only connection and folds the runs whose digest falls in its shard
-(``shard_of``), writing their rows to its own scratch database:
+The rebuild splits the log by run. Each of ``workers`` processes (``python -m
+projections.shards``) reads the log on its own read-only connection, routes each entry by its
+type and subject columns, reads the leaves it needs (checking them against those columns), and
+folds the runs whose digest falls in its shard (``shard_of``) into its own scratch database.
+Runs depend on each other in only a few ways, and each is covered:
 
 - every entry whose subject is a run (run.*, rerun.*) is folded and recorded by its run's shard;
   every other entry is recorded by shard 0 (attestations, reports, citations, sources,
@@ -14,11 +15,13 @@ log on its own read-only connection and folds the runs whose digest falls in its
   runs reads every run.ingested and manifest.recorded entry for them;
 - a group's members come from every shard: each shard sends its member changes to the calling
   process, which merges them in log order and folds the groups and leader histories into a
-  scratch database of its own.
+  scratch database of its own;
+- a run event filed under a subject that is not its run cannot be routed: the shard that reads
+  it says so (``Unshardable``), and the caller rebuilds in one process instead.
 
-A table's rows are then the union of the scratch databases (``schema.rebuilt_rows``); a manifest that
-several shards recorded keeps its first position. The comparison in ``service.replay`` reads
-them that way; a test checks that they equal the incremental projections for random logs.
+A table's rows are then the union of the scratch databases (``schema.rebuilt_rows``); a
+manifest that several shards recorded keeps its first position. Tests check that they equal
+the incremental projections, for random logs too.
 """
 
 from __future__ import annotations
