@@ -60,11 +60,6 @@ class Unshardable(LogError):
 
 
 _HEADER = struct.Struct(">cQ")  # C: member changes, D: done, E: error; then the body's length
-_ERRORS: dict[str, type[EventError]] = {
-    "LogCorrupted": LogCorrupted,
-    "EventError": EventError,
-    "Unshardable": Unshardable,
-}
 
 
 def shard_of(subject: str, workers: int) -> int:
@@ -77,6 +72,7 @@ def shard_of(subject: str, workers: int) -> int:
 def open_scratch(path: Path) -> sqlite3.Connection:
     """A fresh scratch database: no journal, no syncs (it is thrown away if anything fails),
     the projection tables without indexes."""
+    path.unlink(missing_ok=True)  # never rows of an earlier build
     conn = sqlite3.connect(path, isolation_level=None)
     for pragma in (
         "journal_mode=OFF",
@@ -230,8 +226,11 @@ def _serve(log: str, size: int, shard: int, workers: int, out: str, batch: int) 
         with paused_gc():
             count = _fold_shard(Path(log), size, shard, workers, Path(out), batch, changes)
         send(b"D", str(count).encode())
+    except EventError as exc:  # raised again by the calling process, as it is
+        send(b"E", pickle.dumps((type(exc), exc.detail, exc.details)))
     except Exception as exc:  # noqa: BLE001 - reported to the calling process, which raises
-        send(b"E", f"{type(exc).__name__}\n{exc}".encode())
+        failure = LogError(f"a rebuild worker failed: {type(exc).__name__}: {exc}")
+        send(b"E", pickle.dumps((LogError, failure.detail, {})))
     pipe.flush()
 
 
@@ -256,7 +255,11 @@ class _Worker:
                 self.frames.put((b"", b""))
                 return
             kind, length = _HEADER.unpack(header)
-            self.frames.put((kind, stdout.read(length)))
+            body = stdout.read(length)
+            if len(body) < length:  # it died while writing
+                self.frames.put((b"", b""))
+                return
+            self.frames.put((kind, body))
             if kind != b"C":
                 return
 
@@ -264,8 +267,8 @@ class _Worker:
         """The shard's member changes, in its order, until it is done.
 
         Raises:
-            LogError: the process failed or ended early. LogCorrupted, EventError: an entry
-            does not read or decode (as the plain rebuild would say it)."""
+            LogError: the process failed or ended early. EventError (LogCorrupted…): an entry
+            does not read or decode, raised with the plain rebuild's class, words and details."""
         while True:
             kind, body = self.frames.get()
             if kind == b"C":
@@ -274,10 +277,8 @@ class _Worker:
                 self.count = int(body)
                 return
             elif kind == b"E":
-                name, _, detail = body.decode().partition("\n")
-                raise _ERRORS.get(name, LogError)(
-                    detail if name in _ERRORS else f"a rebuild worker failed: {name}: {detail}"
-                )
+                error, detail, details = pickle.loads(body)  # noqa: S301 - our own worker's
+                raise error(detail, **details)
             else:
                 self.proc.wait()
                 self.errors.seek(0)

@@ -8,10 +8,12 @@ projections and a signed checkpoint.
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
+import shutil
 import sqlite3
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -29,7 +31,7 @@ from service.config import DEFAULT_ORIGIN, DataDir
 from service.errors import NotInitialised, UsageError
 from service.signing import Signers, envelope_signer
 
-__all__ = ["Clock", "Ledger", "init_data_dir", "pending_of", "utcnow"]
+__all__ = ["Clock", "Ledger", "init_data_dir", "pending_of", "scratch_folder", "utcnow"]
 
 Clock = Callable[[], datetime]
 
@@ -119,10 +121,8 @@ class Ledger:
         if not _parallel(size, parallel):
             entries = stored_entries(self.store, 0, size)
             return self.projections.rebuild(entries, batch_size=batch_size)
-        with tempfile.TemporaryDirectory(prefix=".rebuild-", dir=self.data.root) as tmp:
-            rebuilt, schemas = self.rebuild_scratch(
-                size, Path(tmp), parallel=True, batch_size=batch_size
-            )
+        with scratch_folder(self.data.root, "rebuild") as tmp:
+            rebuilt, schemas = self.rebuild_scratch(size, tmp, parallel=True, batch_size=batch_size)
             try:
                 self.projections.replace_with(rebuilt, schemas)
             finally:
@@ -154,10 +154,14 @@ class Ledger:
                     conn.execute("ATTACH DATABASE ? AS ?", (str(path), f"s{i}"))
                 return conn, [*(f"s{i}" for i in range(len(shards))), "main"]
         conn = open_scratch(folder / "all.db")
-        conn.execute("BEGIN")
-        entries = stored_entries(self.store, 0, size)
-        Materializer(conn).rebuild(entries, batch_size=batch_size, indexes=False)
-        conn.execute("COMMIT")
+        try:
+            conn.execute("BEGIN")
+            entries = stored_entries(self.store, 0, size)
+            Materializer(conn).rebuild(entries, batch_size=batch_size, indexes=False)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.close()
+            raise
         return conn, ["main"]
 
     def _catch_up(self) -> None:
@@ -211,6 +215,30 @@ class Ledger:
     def _catch_up_if_needed(self) -> None:
         if self.projections.position() != self.store.refresh():
             self._catch_up()
+
+
+@contextlib.contextmanager
+def scratch_folder(root: Path, kind: str) -> Iterator[Path]:
+    """A temporary folder in the data directory ``root`` for a scratch rebuild, named after this
+    process and removed after. Folders that processes now gone left behind (killed in the
+    middle of a rebuild) are removed first: a scratch copy is about as large as the
+    projections."""
+    for old in root.glob(".scratch-*"):
+        pid = old.name.split("-")[2] if old.name.count("-") >= 3 else ""
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(old, ignore_errors=True)
+    with tempfile.TemporaryDirectory(prefix=f".scratch-{kind}-{os.getpid()}-", dir=root) as tmp:
+        yield Path(tmp)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # another user's process, or not a pid: leave it
+    return True
 
 
 # Shards of a parallel rebuild: one per core, at least two (the test suite runs it anywhere).

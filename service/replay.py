@@ -13,15 +13,13 @@ from __future__ import annotations
 import hashlib
 import itertools
 import sqlite3
-import tempfile
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from projections import schema
-from service.ledger import Ledger
+from service.ledger import Ledger, scratch_folder
 
 __all__ = ["Difference", "ReplayReport", "replay", "table_digest"]
 
@@ -86,10 +84,9 @@ def replay(ledger: Ledger, *, parallel: bool | None = None, batch_size: int = 40
     conn.execute("BEGIN")  # a read snapshot: appends by others are not seen, nor blocked
     try:
         size = ledger.projections.position()
-        # Beside the database: the scratch copy is about as large as the projections.
-        with tempfile.TemporaryDirectory(prefix=".replay-", dir=ledger.data.root) as tmp:
+        with scratch_folder(ledger.data.root, "replay") as tmp:
             rebuilt, schemas = ledger.rebuild_scratch(
-                size, Path(tmp), parallel=parallel, batch_size=batch_size
+                size, tmp, parallel=parallel, batch_size=batch_size
             )
             try:
                 for table in schema.TABLES:

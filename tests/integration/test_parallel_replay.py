@@ -4,6 +4,7 @@ rebuild."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -65,7 +66,7 @@ def test_it_equals_the_incremental_projections(ledger: Ledger) -> None:
         assert report.digests == before
     # The live tables were only read, and the scratch databases are gone.
     assert _tables(conn) == before
-    assert not list(ledger.data.root.glob(".replay-*"))
+    assert not list(ledger.data.root.glob(".scratch-*"))
     view = run_view(conn, verified)
     assert view is not None and view.evidenceLevel == "verified"
 
@@ -84,7 +85,7 @@ def test_the_in_place_rebuild_on_every_core_equals_the_plain_one(ledger: Ledger)
 
 
 def test_a_log_whose_subjects_do_not_name_their_runs_is_rebuilt_in_one_process(
-    ledger: Ledger,
+    ledger: Ledger, tmp_path: Path
 ) -> None:
     """A run event filed under another subject cannot be routed by its subject: the shards say
     so, and the rebuild falls back to one process (same tables)."""
@@ -94,7 +95,7 @@ def test_a_log_whose_subjects_do_not_name_their_runs_is_rebuilt_in_one_process(
     ledger.append([(ingest_event(p), p["run"].digest) for p in parts])
     ledger.append([(RunRetracted(runDigest=digests[0], reason="withdrawn"), subject)])
     with pytest.raises(Unshardable):
-        rebuild_sharded(ledger.data.db, ledger.store.size, ledger.data.root, workers=2)
+        rebuild_sharded(ledger.data.db, ledger.store.size, tmp_path, workers=2)
     report = replay(ledger, parallel=True)
     assert report.ok, report.differences
     view = run_view(ledger.store.connection, digests[0])
@@ -113,11 +114,12 @@ def test_a_malformed_leaf_is_named_as_the_plain_rebuild_names_it(ledger: Ledger)
     _mixed_log(ledger)
     _break_leaf(ledger, 5)
     for parallel in (False, True):
-        with pytest.raises(LogCorrupted, match=r"entry 5: malformed leaf"):
+        with pytest.raises(LogCorrupted, match=r"entry 5: malformed leaf") as raised:
             replay(ledger, parallel=parallel)
+        assert raised.value.details == {"position": 5}
     # Nothing of the failed rebuilds stayed: the projections are the incremental ones.
     assert Materializer(ledger.store.connection).position() == ledger.store.size
-    assert not list(ledger.data.root.glob(".replay-*"))
+    assert not list(ledger.data.root.glob(".scratch-*"))
 
 
 def test_a_worker_that_cannot_read_the_log_is_an_error(tmp_path: Path) -> None:
@@ -202,3 +204,16 @@ def test_a_run_waiting_in_one_shard_is_resolved_by_what_the_other_brings(
     for batch in (1, 4000):
         report = replay(ledger, parallel=True, batch_size=batch)
         assert report.ok, report.differences
+
+
+def test_scratch_folders_of_processes_that_are_gone_are_removed(ledger: Ledger) -> None:
+    """A replay killed in the middle leaves its scratch copy (as large as the projections); the
+    next one removes it, but not the folder of a process still running."""
+    gone = ledger.data.root / ".scratch-replay-999999999-x1"  # beyond any pid
+    running = ledger.data.root / f".scratch-replay-{os.getppid()}-x2"
+    for folder in (gone, running):
+        folder.mkdir()
+        (folder / "shard-0.db").write_bytes(b"left behind")
+    assert replay(ledger).ok
+    assert not gone.exists()
+    assert (running / "shard-0.db").read_bytes() == b"left behind"
