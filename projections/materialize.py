@@ -9,8 +9,8 @@ Within a batch the aggregates live in memory; the rows are written once, at the 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Protocol
 
 import msgspec
 
@@ -32,13 +32,12 @@ from projections.records import Insert, Manifest, Update, record_ops
 from projections.runs import Context, carried_manifests, fold_run
 from projections.views import Direction, GroupView, LeaderChange, Member, RunView
 
-__all__ = ["GroupSeed", "Materializer", "format_rows", "load_keys"]
+__all__ = ["RUN_SUBJECTS", "GroupSeed", "Materializer", "format_rows", "load_keys"]
 
 _ENC = msgspec.json.Encoder()
 _RUN = msgspec.json.Decoder(RunView)
 _KEY = msgspec.json.Decoder(KeyView)
 NAME = "all"
-_T = TypeVar("_T")
 # The format of what the folds store. Bump it whenever a fold or a table changes what it
 # writes: projections written in another format are stale, and the ledger rebuilds them from
 # the log when it opens the data directory.
@@ -449,7 +448,7 @@ class _Batch:
 
 
 _NOBODY: frozenset[str] = frozenset()
-_SUBJECTS = ("run.", "rerun.")  # entry types whose subject is a run
+RUN_SUBJECTS = ("run.", "rerun.")  # entry types whose subject is a run
 _UPDATES = {
     "attestation_withdrawn": "UPDATE p_attestations SET withdrawn_at = ?, reason = ? WHERE id = ? AND withdrawn_at IS NULL",
     "attestation_hidden": "UPDATE p_attestations SET hidden_at = ?, reason = ? WHERE id = ? AND hidden_at IS NULL",
@@ -490,25 +489,15 @@ class Materializer:
         """
         if not entries:
             return
-
-        def fold(batch: _Batch) -> None:
-            for entry in entries:
-                batch.apply(entry)
-
-        subjects = [e.subject for e in entries if e.type.startswith(_SUBJECTS)]
-        self._in_batch(subjects, fold, entries[-1].seq)
-
-    def _in_batch(self, subjects: list[str], fold: Callable[[_Batch], None], last: int) -> None:
-        """Run ``fold`` over one batch (loaded for ``subjects``), write what it changed and the
-        position after entry ``last``."""
         if self._keys is None:
             self._keys = load_keys(self.conn)
         batch = _Batch(self.conn, self._keys)
         if self._carried is not None:
             batch.carry_groups(self._carried)
         try:
-            batch.preload(subjects)
-            fold(batch)
+            batch.preload(e.subject for e in entries if e.type.startswith(RUN_SUBJECTS))
+            for entry in entries:
+                batch.apply(entry)
             batch.flush()
         except BaseException:
             self._keys = None  # the caller rolls back; reload next time
@@ -516,7 +505,8 @@ class Materializer:
         self._keys = dict(batch.keys)
         if self._carried is not None:
             self._carried = batch
-        self.conn.executemany("INSERT OR REPLACE INTO p_state VALUES (?, ?)", format_rows(last + 1))
+        position = entries[-1].seq + 1
+        self.conn.executemany("INSERT OR REPLACE INTO p_state VALUES (?, ?)", format_rows(position))
 
     def __call__(self, conn: sqlite3.Connection, entries: Sequence[StoredEntry]) -> None:
         """The store's projector hook."""
@@ -527,14 +517,32 @@ class Materializer:
     ) -> int:
         """Drop every projection and replay ``entries`` from position 0 (in the caller's
         transaction). Returns the number of entries applied. ``indexes=False``: leave the
-        read-side indexes out (a scratch copy that is only compared)."""
-        return self._rebuild(_chunks(entries, batch_size), self.apply, indexes=indexes)
+        indexes out (a scratch copy that is only compared)."""
+        with paused_gc():
+            schema.drop(self.conn)
+            # Reads during the rebuild (runs, waiting runs, leaders) use the primary keys;
+            # groups are carried from batch to batch, never loaded.
+            schema.create(self.conn, indexes=False)
+            self._keys = {}
+            # Nobody else writes while the rebuild runs, so the groups folded by one batch stay
+            # true for the next: they are carried over instead of reloaded from the database.
+            self._carried = _Batch(self.conn, {})
+            count = 0
+            try:
+                for chunk in _chunks(entries, batch_size):
+                    self.apply(chunk)
+                    count += len(chunk)
+            finally:
+                self._carried = None
+            if indexes:
+                schema.create(self.conn)
+            return count
 
     def replace_with(self, rebuilt: sqlite3.Connection, schemas: Sequence[str]) -> None:
         """Replace every projection with the rebuilt one that ``rebuilt`` reads from its
         attached ``schemas`` (``projections.shards``), in the caller's transaction."""
         schema.drop(self.conn)
-        schema.create(self.conn, indexes=False, fold_indexes=False)
+        schema.create(self.conn, indexes=False)
         for table in schema.TABLES:
             rows = rebuilt.execute(schema.rebuilt_rows(schemas, table))
             marks = ",".join("?" * len(rows.description))
@@ -542,42 +550,14 @@ class Materializer:
         schema.create(self.conn)
         self._keys = None
 
-    def _rebuild(
-        self,
-        batches: Iterable[Sequence[_T]],
-        apply: Callable[[Sequence[_T]], None],
-        *,
-        indexes: bool = True,
-    ) -> int:
-        with paused_gc():
-            schema.drop(self.conn)
-            # Indexes are built once at the end: a bulk build is faster than maintaining them
-            # row by row. Reads during the rebuild (runs, waiting runs, leaders) use the primary
-            # keys; groups are carried from batch to batch, never loaded.
-            schema.create(self.conn, indexes=False, fold_indexes=False)
-            self._keys = {}
-            # Nobody else writes while the rebuild runs, so the groups folded by one batch stay
-            # true for the next: they are carried over instead of reloaded from the database.
-            self._carried = _Batch(self.conn, {})
-            count = 0
-            try:
-                for batch in batches:
-                    apply(batch)
-                    count += len(batch)
-            finally:
-                self._carried = None
-            if indexes:
-                schema.create(self.conn)
-            return count
-
 
 def format_rows(position: int) -> list[tuple[str, int]]:
     """The p_state rows of projections that have applied ``position`` entries."""
     return [(NAME, position), (_FORMAT_ROW, FORMAT)]
 
 
-def _chunks(items: Iterable[_T], size: int) -> Iterator[list[_T]]:
-    chunk: list[_T] = []
+def _chunks(items: Iterable[StoredEntry], size: int) -> Iterator[list[StoredEntry]]:
+    chunk: list[StoredEntry] = []
     for item in items:
         chunk.append(item)
         if len(chunk) >= size:

@@ -87,19 +87,17 @@ _INDEXES = [
 ]
 
 TABLES = tuple(_DDL)
-_NEEDED_BY_THE_FOLDS = ("p_runs_group ", "p_leaders_current ", "p_waiting_run ")
 
 
-def create(conn: sqlite3.Connection, *, indexes: bool = True, fold_indexes: bool = True) -> None:
+def create(conn: sqlite3.Connection, *, indexes: bool = True) -> None:
     """Create every projection table (and, unless told not to, index) that does not exist.
 
-    ``indexes=False`` leaves out the read-side indexes (a rebuild builds them at its end); those
-    the materialiser itself reads through (group members, current leaders, waiting runs) stay
-    unless ``fold_indexes=False`` too (a replay's scratch copy, which nobody reads by them)."""
+    ``indexes=False``: tables only. A rebuild builds the indexes once at its end (a bulk build
+    is faster than maintaining them row by row); a replay's scratch copy never needs them."""
     for ddl in _DDL.values():
         conn.execute(ddl)
-    for ddl in _INDEXES:
-        if indexes or (fold_indexes and any(name in ddl for name in _NEEDED_BY_THE_FOLDS)):
+    if indexes:
+        for ddl in _INDEXES:
             conn.execute(ddl)
 
 

@@ -47,7 +47,7 @@ from events.types import AnyEvent, RerunCompleted, RunIngested, RunRetracted, Ru
 from projections import schema
 from projections.groups import MemberChange
 from projections.keyring import KeyView
-from projections.materialize import GroupSeed, _Batch, format_rows
+from projections.materialize import RUN_SUBJECTS, GroupSeed, _Batch, format_rows
 from projections.runs import Context
 from projections.views import Direction
 
@@ -82,7 +82,7 @@ def open_scratch(path: Path) -> sqlite3.Connection:
         "temp_store=MEMORY",
     ):
         conn.execute(f"PRAGMA {pragma}")
-    schema.create(conn, indexes=False, fold_indexes=False)
+    schema.create(conn, indexes=False)
     return conn
 
 
@@ -98,7 +98,6 @@ class _Seed(NamedTuple):
 Change = tuple[int, str, int, str, MemberChange, _Seed]
 
 
-_RUN_SUBJECTS = ("run.", "rerun.")
 _WAITED_ON = ("run.ingested.v1", "manifest.recorded.v1")
 
 
@@ -184,11 +183,11 @@ def _fold_shard(
             subjects = [
                 subject
                 for _, kind, subject, leaf in chunk
-                if leaf is not None and kind.startswith(_RUN_SUBJECTS)
+                if leaf is not None and kind.startswith(RUN_SUBJECTS)
             ]
             b.preload(subjects)
             for seq, kind, subject, leaf in chunk:
-                owned = leaf is not None and (kind.startswith(_RUN_SUBJECTS) or shard == 0)
+                owned = leaf is not None and (kind.startswith(RUN_SUBJECTS) or shard == 0)
                 if owned or kind.startswith("key."):
                     entry = read_entry(leaf, position=seq)
                 elif kind in _WAITED_ON and b.has_waiting():

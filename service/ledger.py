@@ -129,6 +129,22 @@ class Ledger:
                 rebuilt.close()
         return size
 
+    def adopt_rebuild(self, rebuilt: sqlite3.Connection, schemas: Sequence[str], size: int) -> None:
+        """Replace the projections with a scratch rebuild of the first ``size`` entries
+        (``rebuild_scratch``), then fold what was appended since, in one transaction under the
+        write lock."""
+        conn = self.store.connection
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            self.projections.replace_with(rebuilt, schemas)
+            end = self.store.refresh()
+            if end > size:
+                self.projections.apply(list(stored_entries(self.store, size, end)))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
     def rebuild_scratch(
         self, size: int, folder: Path, *, parallel: bool | None = None, batch_size: int = 4000
     ) -> tuple[sqlite3.Connection, list[str]]:

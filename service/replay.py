@@ -4,9 +4,8 @@ compare each table with the incrementally maintained one, row by row.
 The rebuild goes into fresh scratch databases, never into the live tables: the comparison holds
 a read snapshot of the live ones, so the service goes on appending meanwhile. From
 ``service.ledger.PARALLEL_FROM`` entries on, the rebuild runs on every core
-(``projections.shards``). Only when
-a table differs are the live projections rebuilt in place, under the write lock, so that they
-are what the log says."""
+(``projections.shards``). Only when a table differs does the rebuild replace the live
+projections, under the write lock, so that they are what the log says."""
 
 from __future__ import annotations
 
@@ -76,44 +75,51 @@ def table_digest(conn: sqlite3.Connection, table: str) -> str:
 
 def replay(ledger: Ledger, *, parallel: bool | None = None, batch_size: int = 4000) -> ReplayReport:
     """Rebuild the projections of ``ledger`` from its log into scratch databases and compare
-    them with the incremental ones (as of one read snapshot). If any table differs, the live
-    projections are then rebuilt in place: they are what the log says."""
+    them with the incremental ones (as of one read snapshot). If any table differs, the rebuilt
+    projections then replace the live ones: they are what the log says."""
     conn = ledger.store.connection
-    digests: dict[str, str] = {}
-    differences: list[Difference] = []
-    conn.execute("BEGIN")  # a read snapshot: appends by others are not seen, nor blocked
-    try:
-        size = ledger.projections.position()
-        with scratch_folder(ledger.data.root, "replay") as tmp:
+    with scratch_folder(ledger.data.root, "replay") as tmp:
+        conn.execute("BEGIN")  # a read snapshot: appends by others are not seen, nor blocked
+        try:
+            size = ledger.projections.position()
             rebuilt, schemas = ledger.rebuild_scratch(
                 size, tmp, parallel=parallel, batch_size=batch_size
             )
-            try:
-                for table in schema.TABLES:
-                    source = schema.rebuilt_rows(schemas, table)
-                    digests[table] = _digest(rebuilt.execute(source))
-                    if table_digest(conn, f"main.{table}") == digests[table]:
-                        continue
-                    # Only now, to name the first differing row: both sides in one order.
-                    columns, live = _columns(conn, table), f"SELECT * FROM main.{table}"  # noqa: S608
-                    old, new = _ordered(conn, live, columns), _ordered(rebuilt, source, columns)
-                    try:
-                        pairs = itertools.zip_longest(old, new)
-                        a, b = next(((a, b) for a, b in pairs if a != b), (None, None))
-                    finally:
-                        old.close()
-                        new.close()
-                    differences.append(Difference(table, _encode(a), _encode(b)))
-            finally:
-                rebuilt.close()
-    finally:
-        conn.execute("COMMIT")
-    if differences:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            ledger.rebuild_projections(parallel=parallel, batch_size=batch_size)
-            conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            conn.execute("COMMIT")
             raise
+        try:
+            try:
+                digests, differences = _compare(conn, rebuilt, schemas)
+            finally:
+                conn.execute("COMMIT")
+            if differences:
+                ledger.adopt_rebuild(rebuilt, schemas, size)
+        finally:
+            rebuilt.close()
     return ReplayReport(size, digests, differences)
+
+
+def _compare(
+    live: sqlite3.Connection, rebuilt: sqlite3.Connection, schemas: Sequence[str]
+) -> tuple[dict[str, str], list[Difference]]:
+    """Each table's digest as rebuilt, and the first differing row of each table whose live
+    digest is another."""
+    digests: dict[str, str] = {}
+    differences: list[Difference] = []
+    for table in schema.TABLES:
+        source = schema.rebuilt_rows(schemas, table)
+        digests[table] = _digest(rebuilt.execute(source))
+        if table_digest(live, f"main.{table}") == digests[table]:
+            continue
+        # Only now, to name the first differing row: both sides in one order.
+        columns, current = _columns(live, table), f"SELECT * FROM main.{table}"  # noqa: S608
+        old, new = _ordered(live, current, columns), _ordered(rebuilt, source, columns)
+        try:
+            pairs = itertools.zip_longest(old, new)
+            a, b = next(((a, b) for a, b in pairs if a != b), (None, None))
+        finally:
+            old.close()
+            new.close()
+        differences.append(Difference(table, _encode(a), _encode(b)))
+    return digests, differences

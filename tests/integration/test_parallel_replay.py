@@ -217,3 +217,39 @@ def test_scratch_folders_of_processes_that_are_gone_are_removed(ledger: Ledger) 
     assert replay(ledger).ok
     assert not gone.exists()
     assert (running / "shard-0.db").read_bytes() == b"left behind"
+
+
+def test_a_difference_is_repaired_from_the_rebuild_and_what_was_appended_meanwhile_kept(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replay that finds a difference puts its own rebuild in place of the live projections
+    (no second rebuild), then folds what others appended while it ran."""
+    _mixed_log(ledger)
+    conn = ledger.store.connection
+    target = conn.execute("SELECT run_digest FROM p_runs LIMIT 1").fetchone()[0]
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("UPDATE p_runs SET status = 'tampered' WHERE run_digest = ?", (target,))
+    conn.execute("COMMIT")
+    other = Ledger.open(ledger.data.root, clock=ledger.clock)
+    late = bundle(group=1, author=2, value=7)
+    original = Ledger.rebuild_scratch
+    rebuilds: list[int] = []
+
+    def append_meanwhile(self: Ledger, size: int, *args: Any, **kwargs: Any) -> Any:
+        rebuilds.append(size)
+        if len(rebuilds) == 1:
+            other.append([(ingest_event(late), late["run"].digest)])
+        return original(self, size, *args, **kwargs)
+
+    monkeypatch.setattr(Ledger, "rebuild_scratch", append_meanwhile)
+    try:
+        report = replay(ledger, parallel=True)
+    finally:
+        other.close()
+    assert [d.table for d in report.differences] == ["p_runs"]
+    assert rebuilds == [report.entries]  # the repair did not rebuild again
+    monkeypatch.undo()
+    after = replay(ledger)
+    assert after.ok, after.differences
+    assert after.entries == report.entries + 1
+    assert run_view(conn, late["run"].digest) is not None
