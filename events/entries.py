@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import binascii
 import hashlib
+from datetime import UTC, datetime
 
 import msgspec
 
@@ -26,6 +27,7 @@ __all__ = [
     "StoredEntry",
     "decode_leaf",
     "encode_leaf",
+    "format_instant",
     "payload_digest",
     "read_entry",
 ]
@@ -201,6 +203,11 @@ def decode_payload(envelope: DsseEnvelope, *, position: int) -> bytes:
         return binascii.a2b_base64(envelope.payload, strict_mode=True)
     except binascii.Error:
         raise LogCorrupted(f"entry {position}: payload is not base64", position=position) from None
+
+
+def format_instant(when: datetime) -> str:
+    """RFC 3339 UTC with milliseconds and ``Z``: the log's own recording time."""
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
 
 
 def payload_digest(payload: bytes, payload_type: str = EVENT_PAYLOAD_TYPE, signer: str = "") -> str:

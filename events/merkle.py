@@ -245,6 +245,10 @@ class CompactRange:
                 start += 1 << level
         return cls(size, edge)
 
+    def copy(self) -> CompactRange:
+        """An independent copy (appending to it leaves this one as it is)."""
+        return CompactRange(self.size, self._edge)
+
     def append(self, leaf: bytes) -> list[tuple[int, int, bytes]]:
         """Add one leaf *hash*; return the perfect nodes it completes."""
         index = self.size

@@ -22,6 +22,7 @@ from events.identity import (
     serving_protocol_suffix,
     serving_topology_key,
 )
+from events.references import referenced_manifests, roles
 from events.types import (
     AnyEvent,
     AttestationHidden,
@@ -94,36 +95,9 @@ def direction_of(metric: str | None, unit: str | None) -> Direction:
     return "higher" if any(word in name for word in _HIGHER_IS_BETTER_WORDS) else "lower"
 
 
-_KERNEL_REFS = {
-    "protocol": "protocolDigest",
-    "environment": "environmentDigest",
-    "workload": "workloadDigest",
-    "implementation": "implementationDigest",
-}
-_SERVING_REFS = {
-    "model": "modelDigest",
-    "configuration": "configurationDigest",
-    "workload": "workloadDigest",
-}
-
-
 def referenced(event: RunIngested) -> dict[str, str]:
     """Role -> digest of every manifest the run references (declared or derived)."""
-    spec = event.manifests["run"]["spec"]
-    refs = _KERNEL_REFS if event.kind == "BenchmarkRun" else _SERVING_REFS
-    out = {role: spec[field] for role, field in refs.items()}
-    if event.kind == "BenchmarkRun":
-        workload = event.manifests.get("workload")
-        implementation = event.manifests.get("implementation")
-        if workload is not None:
-            out["operation"] = workload["spec"]["operationSpecDigest"]
-        elif implementation is not None:
-            out["operation"] = implementation["spec"]["operation"]["specDigest"]
-    else:
-        configuration = event.manifests.get("configuration")
-        if configuration is not None:
-            out["stack"] = configuration["spec"]["stackDigest"]
-    return out
+    return referenced_manifests(event.kind, event.manifests["run"], event.manifests)
 
 
 def carried_manifests(event: RunIngested) -> dict[str, dict[str, Any]]:
@@ -222,7 +196,7 @@ def _ingest(event: RunIngested, ctx: Context) -> RunView:
         if extra is not None:
             base.update(extra)
             return _fresh(base)
-    missing = [role for role in _roles(event.kind) if role not in event.manifests]
+    missing = [role for role in roles(event.kind) if role not in event.manifests]
     found = {refs[role]: m for role, m in event.manifests.items() if role in refs}
     before = dict(base)
     fields = _resolved(base, found, missing, all_roles=True)
@@ -252,12 +226,6 @@ def _fresh(fields: dict[str, Any]) -> RunView:
         level = _FRESH_EVIDENCE[key] = evidence_of(RunView(**fields))
     fields["evidenceLevel"], fields["evidenceReason"] = level
     return RunView(**fields)
-
-
-def _roles(kind: str) -> tuple[str, ...]:
-    if kind == "BenchmarkRun":
-        return ("protocol", "environment", "workload", "implementation", "operation")
-    return ("model", "configuration", "workload", "stack")
 
 
 _KERNEL_FIELDS = {

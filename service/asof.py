@@ -6,7 +6,8 @@ import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from events.store import LogStore, format_instant
+from events.entries import format_instant
+from events.port import LogReader
 from service.errors import UsageError
 
 __all__ = ["parse_as_of", "resolve_as_of"]
@@ -14,9 +15,9 @@ __all__ = ["parse_as_of", "resolve_as_of"]
 _INSTANT = re.compile(r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2}))?\Z")
 
 
-def resolve_as_of(store: LogStore, text: str | None) -> int | None:
+def resolve_as_of(store: LogReader, text: str | None) -> int | None:
     """``parse_as_of`` against a log store."""
-    return parse_as_of(text, size=store.refresh, at_instant=store.seq_at_or_before)
+    return parse_as_of(text, size=store.refresh, at_instant=store.size_at_instant)
 
 
 def parse_as_of(

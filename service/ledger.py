@@ -21,7 +21,8 @@ import msgspec
 
 from events.entries import Pending
 from events.errors import LogError
-from events.store import Appended, LogStore, stored_entries
+from events.port import Appended, stored_entries
+from events.stores.sqlite import SqliteLog
 from events.types import EVENT_ENCODER, Event, KeyRegistered, event_tag
 from keys import KeyFileError, SigningKey, generate_key_file, load_private_key
 from keys.notekeys import valid_key_name
@@ -55,12 +56,12 @@ PARALLEL_FROM = 20_000
 class Ledger:
     """The log of one data directory, open for reading and appending."""
 
-    def __init__(self, data: DataDir, store: LogStore, signers: Signers, clock: Clock) -> None:
+    def __init__(self, data: DataDir, store: SqliteLog, signers: Signers, clock: Clock) -> None:
         self.data = data
         self.store = store
         self.signers = signers
         self.clock = clock
-        self.projections = Materializer(store.connection)
+        self.projections = Materializer(store.session)
         self._catch_up()
         if store.size > 0:
             self._check_keys()
@@ -72,7 +73,7 @@ class Ledger:
         Raises:
             KeyFileError: a key file holds another key, or one the log has revoked.
         """
-        registered = load_keys(self.store.connection)
+        registered = load_keys(self.store.session)
         size = self.store.size
         for path, key, role in (
             (self.data.index_key, self.signers.index, "index"),
@@ -97,7 +98,7 @@ class Ledger:
         data = DataDir(root)
         if not data.exists():
             raise NotInitialised(f"no log in {root} (run `benchproof init --data {root}`)")
-        store = LogStore.open(data.db)
+        store = SqliteLog.open(data.db)
         signers = Signers(
             load_private_key(data.index_key), load_private_key(data.log_key), store.origin
         )
@@ -133,17 +134,11 @@ class Ledger:
         """Replace the projections with a scratch rebuild of the first ``size`` entries
         (``rebuild_scratch``), then fold what was appended since, in one transaction under the
         write lock."""
-        conn = self.store.connection
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self.store.transaction():
             self.projections.replace_with(rebuilt, schemas)
             end = self.store.refresh()
             if end > size:
                 self.projections.apply(list(stored_entries(self.store, size, end)))
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
 
     def rebuild_scratch(
         self, size: int, folder: Path, *, parallel: bool | None = None, batch_size: int = 4000
@@ -186,19 +181,13 @@ class Ledger:
         Decided again under the write lock: another process may have done it meanwhile."""
         if not self.projections.stale() and self.projections.position() >= self.store.refresh():
             return
-        conn = self.store.connection
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self.store.transaction():
             if self.projections.stale():
                 self.rebuild_projections()
             else:
                 size, position = self.store.refresh(), self.projections.position()
                 if position < size:
                     self.projections.apply(list(stored_entries(self.store, position, size)))
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
 
     def append(
         self, events: Sequence[tuple[Event, str]], *, progress: Callable[[int], None] | None = None
@@ -290,7 +279,7 @@ def init_data_dir(
     data = DataDir(root)
     data.ensure()
     created = False
-    store = LogStore.open(
+    store = SqliteLog.open(
         data.db,
         origin=origin if origin else None if data.db.exists() else DEFAULT_ORIGIN,
         create=True,

@@ -77,7 +77,7 @@ def replay(ledger: Ledger, *, parallel: bool | None = None, batch_size: int = 40
     """Rebuild the projections of ``ledger`` from its log into scratch databases and compare
     them with the incremental ones (as of one read snapshot). If any table differs, the rebuilt
     projections then replace the live ones: they are what the log says."""
-    conn = ledger.store.connection
+    conn = ledger.store.session
     with scratch_folder(ledger.data.root, "replay") as tmp:
         conn.execute("BEGIN")  # a read snapshot: appends by others are not seen, nor blocked
         try:

@@ -26,7 +26,7 @@ from events.checkpoints import parse_checkpoint_body
 from events.entries import EVENT_PAYLOAD_TYPE, INTOTO_PAYLOAD_TYPE, Entry, payload_digest
 from events.errors import EventError, LogError
 from events.merkle import CompactRange, leaf_hash, node_hash
-from events.store import node_id
+from events.stores.sqlite_schema import node_id
 from events.types import EVENT_DECODER, KeyRegistered, KeyRevoked, KeyRotated
 from keys import KeyringError, NoteVerifier, VerifyingKey, open_note, pae
 from projections.keyring import KeyView, fold_keys

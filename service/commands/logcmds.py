@@ -114,7 +114,7 @@ def _print(text: str) -> int:
 
 def _checkpoint(args: argparse.Namespace) -> int:
     def run(ledger: Ledger) -> int:
-        _, note = ledger.store.publish_checkpoint(ledger.signers.sign_checkpoint, ledger.clock())
+        note = ledger.store.publish_checkpoint(ledger.signers.sign_checkpoint, ledger.clock()).note
         sys.stdout.buffer.write(note)
         return 0
 
@@ -153,9 +153,9 @@ def _inclusion(args: argparse.Namespace) -> int:
     def run(ledger: Ledger) -> int:
         size = args.size
         if size is None:
-            size, _ = ledger.store.publish_checkpoint(
+            size = ledger.store.publish_checkpoint(
                 ledger.signers.sign_checkpoint, ledger.clock()
-            )
+            ).size
         try:
             proof = ledger.store.inclusion_proof(args.index, size)
         except ProofError as exc:

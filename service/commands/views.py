@@ -82,7 +82,7 @@ def _write(obj: Any) -> None:
 
 def _resolve(ledger: Ledger, ref: str, at: int | None) -> str:
     try:
-        return queries.resolve_run(ledger.store.connection, ref, at)
+        return queries.resolve_run(ledger.store.session, ref, at)
     except UnknownRun as exc:
         raise NotFound(exc.detail) from None
     except AmbiguousRun as exc:
@@ -94,7 +94,7 @@ def _resolve(ledger: Ledger, ref: str, at: int | None) -> str:
 def _show(args: argparse.Namespace) -> int:
     def run(ledger: Ledger, at: int | None) -> int:
         digest = _resolve(ledger, args.run, at)
-        dossier = build_dossier(ledger.store.connection, digest, at, size=ledger.store.size)
+        dossier = build_dossier(ledger.store.session, digest, at, size=ledger.store.size)
         if dossier is None:
             raise NotFound(f"no run matches {args.run!r} as of {at}")
         if args.json:
@@ -130,7 +130,7 @@ def _show(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     def run(ledger: Ledger, at: int | None) -> int:
-        conn = ledger.store.connection
+        conn = ledger.store.session
         ranks = queries.all_ranks(conn, at)
         aliases = queries.all_aliases(conn, at)
         out = sys.stdout.buffer
@@ -170,7 +170,7 @@ def _list(args: argparse.Namespace) -> int:
 
 def _group(args: argparse.Namespace) -> int:
     def run(ledger: Ledger, at: int | None) -> int:
-        conn = ledger.store.connection
+        conn = ledger.store.session
         try:
             summary = queries.group(conn, args.key, at)
         except UnknownGroup as exc:
@@ -208,7 +208,7 @@ def _group(args: argparse.Namespace) -> int:
 
 def _history(args: argparse.Namespace) -> int:
     def run(ledger: Ledger, at: int | None) -> int:
-        for change in queries.leader_history(ledger.store.connection, args.key, at):
+        for change in queries.leader_history(ledger.store.session, args.key, at):
             if args.json:
                 _write(change)
             else:

@@ -35,7 +35,7 @@ def prepare_demo(root: Path) -> None:
     """Initialise ``root`` (keys, log) if needed and, if it holds no run yet, load the demo."""
     ledger, _ = init_data_dir(root)
     with ledger:
-        has_runs = ledger.store.connection.execute("SELECT 1 FROM p_runs LIMIT 1").fetchone()
+        has_runs = ledger.store.session.execute("SELECT 1 FROM p_runs LIMIT 1").fetchone()
         if has_runs:
             return
         sys.stderr.write("benchproof: loading demo data (first start)…\n")

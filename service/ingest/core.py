@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 
 from events.documents import Checked
+from events.references import referenced_manifests, roles
 from events.types import (
     Event,
     ManifestRecorded,
@@ -29,18 +30,6 @@ from projections.queries import known_manifests, latest_for_row, manifest, run_e
 from service.ledger import Ledger
 
 __all__ = ["IngestResult", "Plan", "Rejected", "RunItem", "commit"]
-
-_KERNEL_REFS = (
-    ("protocol", "protocolDigest"),
-    ("environment", "environmentDigest"),
-    ("workload", "workloadDigest"),
-    ("implementation", "implementationDigest"),
-)
-_SERVING_REFS = (
-    ("model", "modelDigest"),
-    ("configuration", "configurationDigest"),
-    ("workload", "workloadDigest"),
-)
 
 
 class RunItem(msgspec.Struct, frozen=True, kw_only=True):
@@ -105,20 +94,7 @@ class IngestResult(msgspec.Struct, kw_only=True, rename="camel"):
 
 def _references(run: Checked, carried: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
     """(role, digest) of every reference of a run, including those revealed by what is carried."""
-    spec = run.manifest["spec"]
-    if run.kind == "BenchmarkRun":
-        refs = [(role, spec[field]) for role, field in _KERNEL_REFS]
-        workload, implementation = carried.get("workload"), carried.get("implementation")
-        if workload is not None:
-            refs.append(("operation", workload["spec"]["operationSpecDigest"]))
-        elif implementation is not None:
-            refs.append(("operation", implementation["spec"]["operation"]["specDigest"]))
-        return refs
-    refs = [(role, spec[field]) for role, field in _SERVING_REFS]
-    configuration = carried.get("configuration")
-    if configuration is not None:
-        refs.append(("stack", configuration["spec"]["stackDigest"]))
-    return refs
+    return list(referenced_manifests(run.kind, run.manifest, carried).items())
 
 
 def _stamped(registration: SourceRegistered, plan: Plan) -> SourceRegistered:
@@ -135,12 +111,6 @@ def _stamped(registration: SourceRegistered, plan: Plan) -> SourceRegistered:
     return msgspec.structs.replace(registration, origin=origin)
 
 
-def _roles(kind: str) -> tuple[str, ...]:
-    if kind == "BenchmarkRun":
-        return ("protocol", "environment", "workload", "implementation", "operation")
-    return ("model", "configuration", "workload", "stack")
-
-
 def commit(
     ledger: Ledger,
     plan: Plan,
@@ -151,7 +121,7 @@ def commit(
     """Resolve, deduplicate and append a plan in one transaction (a re-run appends nothing for
     what is already there). ``expect`` hears how many entries are about to be written, then
     ``progress`` of each chunk written."""
-    conn = ledger.store.connection
+    conn = ledger.store.session
     result = IngestResult()
     in_plan: dict[str, Checked] = {}
     for item in plan.runs:
@@ -224,7 +194,7 @@ def commit(
                 if found is not None:
                     carried[role] = found
         refs = dict(_references(item.run, carried))
-        unresolved = [role for role in _roles(item.run.kind) if role not in carried]
+        unresolved = [role for role in roles(item.run.kind) if role not in carried]
         for role in carried:
             if role != "run" and role in refs:
                 carried_digests.add(refs[role])

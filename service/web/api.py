@@ -14,7 +14,6 @@ from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath, FromQuery, QueryParameter, RawBody
 
 from events.errors import EventError, ProofError
-from events.store import size_at_instant
 from projections import queries
 from projections.errors import UnknownRun
 from service.asof import parse_as_of
@@ -165,7 +164,7 @@ def as_of(reader: Reader, text: str | None) -> int | None:
 
 
 def _at_instant(reader: Reader, instant: str) -> int:
-    return size_at_instant(reader.conn, instant)
+    return reader.log.size_at_instant(instant)
 
 
 def settled(reader: Reader, text: str | None, at: int | None) -> bool:
@@ -373,10 +372,8 @@ def checkpoint_note(reader: Reader, ledger: Ledger, at: int | None) -> bytes | N
         if latest is None or latest[0] != ledger.store.refresh():
             latest = ledger.store.publish_checkpoint(ledger.signers.sign_checkpoint, ledger.clock())
         return bytes(latest[1])
-    row = reader.conn.execute(
-        "SELECT note FROM checkpoints WHERE size <= ? ORDER BY size DESC LIMIT 1", (at,)
-    ).fetchone()
-    return None if row is None else bytes(row[0])
+    found = reader.log.checkpoint_at_or_below(at)
+    return None if found is None else found.note
 
 
 @get(
@@ -424,10 +421,8 @@ async def log_entries(
     at = as_of(reader, as_of_text)
     size = reader.size() if at is None else at
     stop = min(size if end is None else end, start + 1000, size)
-    rows = reader.conn.execute(
-        "SELECT seq, leaf FROM entries WHERE seq >= ? AND seq < ? ORDER BY seq", (start, stop)
-    )
-    page = Entries([LeafItem(int(s), b64encode(bytes(leaf)).decode()) for s, leaf in rows], size)
+    rows = reader.log.leaves(start, stop)
+    page = Entries([LeafItem(s, b64encode(leaf).decode()) for s, leaf in rows], size)
     body = _ENC.encode(page)
     # Leaves never change: a page whose size is fixed is fixed.
     return respond(request, body, etag_of(body), pinned=settled(reader, as_of_text, at))  # type: ignore[return-value]

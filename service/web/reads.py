@@ -11,7 +11,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
-from events.store import LogStore
+from events.stores.sqlite import SqliteLog
 from projections import queries
 
 __all__ = ["FRESH", "Reader", "etag_of"]
@@ -27,7 +27,7 @@ def etag_of(body: bytes) -> str:
 class Reader:
     """Read access to the projections and the log for request handlers."""
 
-    def __init__(self, db: Path, store: LogStore, *, cache_size: int = 8192) -> None:
+    def __init__(self, db: Path, store: SqliteLog, *, cache_size: int = 8192) -> None:
         self.db = db
         self.store = store
         self._local = threading.local()
@@ -39,13 +39,18 @@ class Reader:
         self._size_at = -1.0
 
     @property
+    def log(self) -> SqliteLog:
+        """This thread's read-only handle on the log (its session reads the projections)."""
+        log: SqliteLog | None = getattr(self._local, "log", None)
+        if log is None:
+            log = SqliteLog.open_readonly(self.db)
+            self._local.log = log
+        return log
+
+    @property
     def conn(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, check_same_thread=False)
-            conn.execute("PRAGMA query_only = ON")
-            self._local.conn = conn
-        return conn
+        """This thread's read-only connection, for the projections' queries."""
+        return self.log.session
 
     def size(self) -> int:
         """The committed log size, as the projections have applied it. Read at most every

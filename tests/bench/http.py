@@ -91,7 +91,7 @@ def main() -> None:
             run_import(ledger, "manifest", [shared_file("seed-manifest.json")])
             digests = [
                 r[0]
-                for r in ledger.store.connection.execute(
+                for r in ledger.store.session.execute(
                     "SELECT run_digest FROM p_runs WHERE valid_to IS NULL ORDER BY run_digest LIMIT 1000"
                 )
             ]

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from events.entries import StoredEntry
-from events.store import LogStore
+from events.stores.sqlite import SqliteLog
 from events.types import RunIngested
 from projections import queries
 from projections.materialize import Materializer
@@ -68,8 +68,8 @@ def _events(n: int, seed: int = 5, start: int = 0) -> list[StoredEntry]:
 
 
 def _db(path: Path) -> sqlite3.Connection:
-    LogStore.open(path, origin="bench/log", create=True).close()  # the log's tables (empty)
-    from events.store import connect
+    SqliteLog.open(path, origin="bench/log", create=True).close()  # the log's tables (empty)
+    from events.stores.sqlite_schema import connect
 
     return connect(path)
 

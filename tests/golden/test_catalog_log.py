@@ -16,7 +16,7 @@ import pytest
 import zstandard
 
 from events.decoding import decode_event
-from events.store import stored_entries
+from events.port import stored_entries
 from events.types import RunIngested, SourceRegistered
 from projections import queries
 from service.ingest.api import run_import
@@ -43,12 +43,12 @@ def ledger(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ledger]:
 def test_every_run_keeps_the_exported_keys(
     ledger: Ledger, catalog: dict[str, list[dict[str, Any]]]
 ) -> None:
-    views = {v.runDigest: v for v in queries.list_runs(ledger.store.connection)}
+    views = {v.runDigest: v for v in queries.list_runs(ledger.store.session)}
     kernel = catalog["benchmark_runs"]
     assert sum(views[r["runDigest"]].comparisonKey == r["comparisonKey"] for r in kernel) == 7857
     serving = catalog["serving_runs"]
     assert sum(views[r["runDigest"]].cohortKey == r["cohortKey"] for r in serving) == 722
-    aliases = queries.all_aliases(ledger.store.connection)
+    aliases = queries.all_aliases(ledger.store.session)
     assert all(f"kernelindex:{r['id']}" in aliases[r["runDigest"]] for r in kernel + serving)
 
 
@@ -69,7 +69,7 @@ def test_leader_history_equals_record_events(
     }
     got = {
         (c.comparisonKey, c.runDigest, c.previousRunDigest, c.at, c.cause, c.policyVersion)
-        for c in queries.leader_history(ledger.store.connection)
+        for c in queries.leader_history(ledger.store.session)
     }
     assert len(want) == 2948
     assert (len(want & got), len(got - want)) == (2948, 0)
@@ -87,15 +87,15 @@ def test_ranks_are_dense_ascending_ranks_of_each_group(
         values = sorted({r["primaryValue"] for r in members})
         for r in members:
             want[r["runDigest"]] = (values.index(r["primaryValue"]) + 1, len(values))
-    got = queries.all_ranks(ledger.store.connection)
+    got = queries.all_ranks(ledger.store.session)
     assert len(want) == 7771
     assert {d: got.get(d) for d in want} == want
     # The dossier's rank (a binary search over cached standings) agrees with the scan.
     cache: queries.StandingsCache = {}
     for digest in list(want)[:300]:
-        view = queries.run_view(ledger.store.connection, digest)
+        view = queries.run_view(ledger.store.session, digest)
         assert view is not None
-        ranked = queries.rank_of(ledger.store.connection, view, None, cache)
+        ranked = queries.rank_of(ledger.store.session, view, None, cache)
         assert ranked is not None
         assert (ranked.rank, ranked.of) == want[digest]
 
@@ -112,16 +112,16 @@ def test_the_log_verifies_and_a_second_import_appends_nothing(ledger: Ledger) ->
 
 def test_the_seed_joins_its_group_once_it_arrives(ledger: Ledger) -> None:
     run_import(ledger, "manifest", [shared_file("seed-manifest.json")])
-    view = queries.run_view(ledger.store.connection, SEED)
+    view = queries.run_view(ledger.store.session, SEED)
     assert view is not None
     assert view.comparisonKey == SEED_GROUP
     assert view.unresolved == ("implementation",)  # AKO's submission is not in the export
-    ranked = queries.rank_of(ledger.store.connection, view)
+    ranked = queries.rank_of(ledger.store.session, view)
     assert ranked is not None
     assert (ranked.rank, ranked.of) == (1, 1)
-    assert queries.resolve_run(ledger.store.connection, "sol-execbench:165") == SEED
+    assert queries.resolve_run(ledger.store.session, "sol-execbench:165") == SEED
     before = ledger.store.size - 1
-    assert queries.run_view(ledger.store.connection, SEED, before) is None
+    assert queries.run_view(ledger.store.session, SEED, before) is None
     assert verify_log(ledger.data.db).ok
 
 
@@ -155,7 +155,7 @@ def test_a_corrected_or_retracted_catalog_row_supersedes_or_retracts(tmp_path: P
 
     opened, _ = init_data_dir(tmp_path / "d")
     with opened as ledger:
-        conn = ledger.store.connection
+        conn = ledger.store.session
         run_import(ledger, "kernelindex-catalog", [first])
         old = queries.resolve_run(conn, f"kernelindex:{run['row']['id']}")
         result, _ = run_import(ledger, "kernelindex-catalog", [second])

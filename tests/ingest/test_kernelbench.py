@@ -40,7 +40,7 @@ def imported(
     ledger, _ = init_data_dir(tmp_path_factory.mktemp("kernelbench") / "d")
     result, rejected = run_import(ledger, SOURCE, [folder])
     assert rejected == []
-    yield ledger, result, list(list_runs(ledger.store.connection, source=SOURCE))
+    yield ledger, result, list(list_runs(ledger.store.session, source=SOURCE))
     ledger.close()
 
 
@@ -124,7 +124,7 @@ def test_older_snapshot_first_and_reimport(
     assert (result.entries, result.runs_known) == (0, 1000)
     assert ledger.store.size == size
     ref = f"{SOURCE}:H100_Modal/torch/level1/1_Square_matrix_multiplication_.py"
-    assert resolve_run(ledger.store.connection, ref).startswith("sha256:")
+    assert resolve_run(ledger.store.session, ref).startswith("sha256:")
 
 
 def test_invalid_entries_refuse_the_file(folder: Path, tmp_path: Path, ledger: Ledger) -> None:
@@ -159,12 +159,12 @@ def test_corrected_entry_supersedes_and_unchanged_snapshot_adds_nothing(
     assert (result.runs_appended, result.superseded) == (1, 1)
     old = kernelbench.plan([original]).runs[0].run.digest
     new = kernelbench.plan([fixed]).runs[0].run.digest
-    view = run_view(ledger.store.connection, old)
+    view = run_view(ledger.store.session, old)
     assert view is not None
     assert view.supersededBy == new
     # The row's alias names both runs; it resolves to the current one (the correction), and
     # as of before the correction to the old one.
-    conn = ledger.store.connection
+    conn = ledger.store.session
     alias = f"{SOURCE}:H100_Modal/torch/level1/1_Square_matrix_multiplication_.py"
     assert resolve_run(conn, alias) == new
     assert resolve_run(conn, alias, result.size - 2) == old

@@ -69,7 +69,7 @@ def test_whole_corpus_history_first(folder: Path, imported: tuple[Ledger, Ingest
     assert (result.runs_appended, result.runs_known) == (806 + 1792 + 165 + 1284, 656)
     assert result.superseded == 0
     assert result.unresolved == 0
-    conn = ledger.store.connection
+    conn = ledger.store.session
     assert sum(1 for _ in list_runs(conn, source="liger")) == 4047
     assert verify_log(ledger.data.db).ok
     order = [item.origin.path for item in liger.plan([folder]).runs]
@@ -93,7 +93,7 @@ def test_rows_removed_upstream_stay(folder: Path, imported: tuple[Ledger, Ingest
     removed = [item for item in old if item.rowKey not in head_keys]
     assert len(removed) == 150
     for item in removed:
-        view = run_view(ledger.store.connection, item.run.digest)
+        view = run_view(ledger.store.session, item.run.digest)
         assert view is not None
         assert view.supersededBy is None
         assert view.evidenceLevel == "reported"
@@ -166,7 +166,7 @@ def test_corrected_row_supersedes(folder: Path, tmp_path: Path, ledger: Ledger) 
     result, _ = run_import(ledger, "liger", [fixed])
     assert (result.runs_appended, result.superseded, result.runs_known) == (1, 1, 164)
     old, new = liger.plan([original]).runs[0].run.digest, liger.plan([fixed]).runs[0].run.digest
-    view = run_view(ledger.store.connection, old)
+    view = run_view(ledger.store.session, old)
     assert view is not None
     assert view.supersededBy == new
     assert verify_log(ledger.data.db).ok

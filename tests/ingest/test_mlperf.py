@@ -58,7 +58,7 @@ def imported(
     ledger, _ = init_data_dir(tmp_path_factory.mktemp("mlperf") / "d")
     result, rejected = run_import(ledger, SOURCE, [summary.parent])
     assert rejected == []
-    yield ledger, result, list(list_runs(ledger.store.connection, source=SOURCE))
+    yield ledger, result, list(list_runs(ledger.store.session, source=SOURCE))
     ledger.close()
 
 
@@ -129,8 +129,8 @@ def test_one_entry_fans_out_to_unique_ids(
     first = [i for i in ids if i.startswith("v4.1/v4.1-0001/")]
     assert len(first) > 1
     ledger, _, _ = imported
-    digest = resolve_run(ledger.store.connection, f"{SOURCE}:v4.1/v4.1-0001/llama2-70b-99/Offline")
-    view = run_view(ledger.store.connection, digest)
+    digest = resolve_run(ledger.store.session, f"{SOURCE}:v4.1/v4.1-0001/llama2-70b-99/Offline")
+    view = run_view(ledger.store.session, digest)
     assert view is not None
     assert view.benchmark == "llama2-70b-99"
 
@@ -205,7 +205,7 @@ def test_corrected_row_supersedes(
     result, _ = run_import(ledger, SOURCE, [path])
     assert (result.runs_appended, result.superseded, result.runs_known) == (1, 1, 936)
     old, new = mlperf.plan([summary]).runs[0], mlperf.plan([path]).runs[0]
-    view = run_view(ledger.store.connection, old.run.digest)
+    view = run_view(ledger.store.session, old.run.digest)
     assert view is not None
     assert view.supersededBy == new.run.digest
 

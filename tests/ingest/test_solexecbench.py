@@ -72,7 +72,7 @@ def test_traces(ledger: Ledger) -> None:
     result, rejected = run_import(ledger, SOURCE, [FIXTURES])
     assert rejected == []
     assert result.runs_appended == 11 + 4
-    conn = ledger.store.connection
+    conn = ledger.store.session
     views = {v.name: v for v in list_runs(conn, source=SOURCE)}
     traces = [v for v in views.values() if v.name.startswith("sol-trace-")]
     assert Counter(v.status for v in traces) == {
@@ -135,7 +135,7 @@ def test_leaderboard_follows_the_seed(seed_manifest: dict[str, Any], ledger: Led
         assert item.given["workload"].kind == "WorkloadSuite"
         assert item.run.name == f"sol-submission-{spec['sourceNative']['externalId']}"
     run_import(ledger, SOURCE, [FIXTURES])
-    conn = ledger.store.connection
+    conn = ledger.store.session
     best = run_view(conn, resolve_run(conn, f"{SOURCE}:90003"))
     hack = run_view(conn, resolve_run(conn, f"{SOURCE}:90004"))
     assert best is not None
@@ -179,7 +179,7 @@ def test_invalid_rows_refuse_the_import(fixtures: Path, ledger: Ledger) -> None:
 
 def test_corrected_submission_supersedes(fixtures: Path, ledger: Ledger) -> None:
     run_import(ledger, SOURCE, [FIXTURES])
-    old = resolve_run(ledger.store.connection, f"{SOURCE}:90002")
+    old = resolve_run(ledger.store.session, f"{SOURCE}:90002")
 
     def correct(doc: dict[str, Any]) -> None:
         doc["kernels"][0]["submissions"][1]["latency_ms"] = 0.0047
@@ -190,7 +190,7 @@ def test_corrected_submission_supersedes(fixtures: Path, ledger: Ledger) -> None
     (new,) = [
         i.run.digest for i in solexecbench.plan([fixtures]).runs if i.origin.externalId == "90002"
     ]
-    view = run_view(ledger.store.connection, old)
+    view = run_view(ledger.store.session, old)
     assert view is not None
     assert view.supersededBy == new != old
     assert verify_log(ledger.data.db).ok

@@ -14,7 +14,7 @@ RUN = "sha256:" + "cd" * 32
 
 def main() -> None:
     with Ledger.open(Path(sys.argv[1])) as ledger:
-        n = ledger.store.connection.execute(
+        n = ledger.store.session.execute(
             "SELECT count(DISTINCT subject) FROM entries WHERE subject LIKE 'batch-%'"
         ).fetchone()[0]
         print("ready", flush=True)

@@ -43,7 +43,7 @@ def test_sigkill_leaves_only_whole_batches(tmp_path: Path) -> None:
         report = verify_log(data / "benchproof.db")
         assert report.ok, report.findings[:3]
         with Ledger.open(data) as reopened:
-            conn = reopened.store.connection
+            conn = reopened.store.session
             counts = conn.execute(
                 "SELECT subject, count(*) FROM entries WHERE subject LIKE 'batch-%' GROUP BY subject"
             ).fetchall()
@@ -52,7 +52,7 @@ def test_sigkill_leaves_only_whole_batches(tmp_path: Path) -> None:
             assert reopened.store.latest_checkpoint()[0] == reopened.store.size  # type: ignore[index]
     assert kills == 24
     with Ledger.open(data) as final:
-        batches = final.store.connection.execute(
+        batches = final.store.session.execute(
             "SELECT count(DISTINCT subject) FROM entries WHERE subject LIKE 'batch-%'"
         ).fetchone()[0]
     assert batches > 0

@@ -22,7 +22,7 @@ from tests.builders import attestation, bundle, ingest_event, key_registration, 
 
 
 def _level(ledger: Ledger, digest: str) -> str:
-    view = run_view(ledger.store.connection, digest)
+    view = run_view(ledger.store.session, digest)
     assert view is not None
     return view.evidenceLevel
 
@@ -42,7 +42,7 @@ def _rerunner(ledger: Ledger) -> SigningKey:
 def test_reported_when_not_reproducible(ledger: Ledger) -> None:
     digest = _ingest(ledger, raw_evidence=False)
     assert _level(ledger, digest) == "reported"
-    view = run_view(ledger.store.connection, digest)
+    view = run_view(ledger.store.session, digest)
     assert view is not None and "raw evidence" in view.evidenceReason
 
 
@@ -75,7 +75,7 @@ def test_failed_correctness_or_tolerance_disputes(ledger: Ledger) -> None:
     ledger.append_pending([rerun(b, key, within=False, value=35)])
     assert _level(ledger, a) == "disputed"
     assert _level(ledger, b) == "disputed"
-    view = run_view(ledger.store.connection, b)
+    view = run_view(ledger.store.session, b)
     assert view is not None and "35" in view.evidenceReason
     ledger.append_pending([rerun(a, _rerunner(ledger))])
     assert _level(ledger, a) == "disputed"
@@ -101,7 +101,7 @@ def test_retracted_and_superseded_end_ranking_but_stay(ledger: Ledger) -> None:
     ledger.append([(RunRetracted(runDigest=gone, reason="withdrawn by the source"), gone)])
     assert _level(ledger, old) == "superseded"
     assert _level(ledger, gone) == "retracted"
-    conn = ledger.store.connection
+    conn = ledger.store.session
     views = {d: run_view(conn, d) for d in (old, new, gone)}
     assert [v.eligible for v in views.values() if v] == [False, True, False]
 
@@ -176,7 +176,7 @@ def test_reported_becomes_reproducible_when_the_missing_manifest_arrives(ledger:
     )
     ledger.append([(recorded, workload.digest)])
     assert _level(ledger, digest) == "reproducible"
-    view = run_view(ledger.store.connection, digest)
+    view = run_view(ledger.store.session, digest)
     assert view is not None and view.unresolved == () and view.comparisonKey is not None
 
 
@@ -208,7 +208,7 @@ def test_withdrawing_hiding_and_resolving_never_change_the_level(ledger: Ledger)
             ]
         )
         assert _level(ledger, d) == before[d]
-    conn = ledger.store.connection
+    conn = ledger.store.session
     withdrawn, hidden = conn.execute(
         "SELECT count(withdrawn_at), count(hidden_at) FROM p_attestations"
     ).fetchone()

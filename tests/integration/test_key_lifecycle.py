@@ -55,7 +55,7 @@ def test_self_registered_community_key_may_attest(ledger: Ledger) -> None:
     ledger.append_pending([_signed(_register(community, "community"), community.key_id, community)])
     ledger.append_pending([_attestation(community, "reproduced on my B200")])
     assert _first_problem(ledger) is None
-    (count,) = ledger.store.connection.execute("SELECT count(*) FROM p_attestations").fetchone()
+    (count,) = ledger.store.session.execute("SELECT count(*) FROM p_attestations").fetchone()
     assert count == 1
 
 
@@ -97,7 +97,7 @@ def test_rotation_hands_over_to_the_new_key(ledger: Ledger) -> None:
     problem = _first_problem(ledger)
     assert problem is not None
     assert problem[0] == ledger.store.size - 1
-    (role,) = ledger.store.connection.execute(
+    (role,) = ledger.store.session.execute(
         "SELECT role FROM p_keys WHERE key_id = ?", (new.key_id,)
     ).fetchone()
     assert role == "rerunner"

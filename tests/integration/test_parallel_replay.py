@@ -55,7 +55,7 @@ def _tables(conn: sqlite3.Connection) -> dict[str, str]:
 
 def test_it_equals_the_incremental_projections(ledger: Ledger) -> None:
     waiting, verified = _mixed_log(ledger)
-    conn = ledger.store.connection
+    conn = ledger.store.session
     waiting_before = run_view(conn, waiting)
     assert waiting_before is not None and not waiting_before.unresolved
     before = _tables(conn)
@@ -73,7 +73,7 @@ def test_it_equals_the_incremental_projections(ledger: Ledger) -> None:
 
 def test_the_in_place_rebuild_on_every_core_equals_the_plain_one(ledger: Ledger) -> None:
     _mixed_log(ledger)
-    conn = ledger.store.connection
+    conn = ledger.store.session
     before = _tables(conn)
     for parallel in (True, False):
         conn.execute("BEGIN IMMEDIATE")
@@ -98,7 +98,7 @@ def test_a_log_whose_subjects_do_not_name_their_runs_is_rebuilt_in_one_process(
         rebuild_sharded(ledger.data.db, ledger.store.size, tmp_path, workers=2)
     report = replay(ledger, parallel=True)
     assert report.ok, report.differences
-    view = run_view(ledger.store.connection, digests[0])
+    view = run_view(ledger.store.session, digests[0])
     assert view is not None and view.evidenceLevel == "retracted"
 
 
@@ -118,7 +118,7 @@ def test_a_malformed_leaf_is_named_as_the_plain_rebuild_names_it(ledger: Ledger)
             replay(ledger, parallel=parallel)
         assert raised.value.details == {"position": 5}
     # Nothing of the failed rebuilds stayed: the projections are the incremental ones.
-    assert Materializer(ledger.store.connection).position() == ledger.store.size
+    assert Materializer(ledger.store.session).position() == ledger.store.size
     assert not list(ledger.data.root.glob(".scratch-*"))
 
 
@@ -199,7 +199,7 @@ def test_a_run_waiting_in_one_shard_is_resolved_by_what_the_other_brings(
         carrier = _in_shard(0, group=2, author=2)
         assert carrier["workload"].digest == waiting["workload"].digest
         ledger.append([(ingest_event(carrier), carrier["run"].digest)])
-    view = run_view(ledger.store.connection, waiting["run"].digest)
+    view = run_view(ledger.store.session, waiting["run"].digest)
     assert view is not None and not view.unresolved and view.comparisonKey is not None
     for batch in (1, 4000):
         report = replay(ledger, parallel=True, batch_size=batch)
@@ -225,7 +225,7 @@ def test_a_difference_is_repaired_from_the_rebuild_and_what_was_appended_meanwhi
     """A replay that finds a difference puts its own rebuild in place of the live projections
     (no second rebuild), then folds what others appended while it ran."""
     _mixed_log(ledger)
-    conn = ledger.store.connection
+    conn = ledger.store.session
     target = conn.execute("SELECT run_digest FROM p_runs LIMIT 1").fetchone()[0]
     conn.execute("BEGIN IMMEDIATE")
     conn.execute("UPDATE p_runs SET status = 'tampered' WHERE run_digest = ?", (target,))

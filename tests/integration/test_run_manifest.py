@@ -9,7 +9,7 @@ from tests.builders import bundle, ingest_event
 
 
 def test_a_run_manifest_is_read_from_its_entry_as_of_any_size(ledger: Ledger) -> None:
-    conn = ledger.store.connection
+    conn = ledger.store.session
     before = ledger.store.size
     parts = bundle(group=2, author=1, value=1234)
     ledger.append([(ingest_event(parts), parts["run"].digest)])
@@ -35,7 +35,7 @@ def test_projections_of_another_format_are_rebuilt_when_the_ledger_opens(
 
     parts = bundle(group=1, author=2, value=4321)
     ledger.append([(ingest_event(parts), parts["run"].digest)])
-    conn = ledger.store.connection
+    conn = ledger.store.session
     assert not ledger.projections.stale()
     assert conn.execute("SELECT position FROM p_state WHERE projection = 'format'").fetchone() == (
         FORMAT,
@@ -56,7 +56,7 @@ def test_projections_of_another_format_are_rebuilt_when_the_ledger_opens(
     ledger.close()
     reopened = Ledger.open(data, clock=clock)  # opening the ledger rebuilds them
     try:
-        conn = reopened.store.connection
+        conn = reopened.store.session
         assert not reopened.projections.stale()
         assert replay(reopened).ok
         rows = conn.execute(

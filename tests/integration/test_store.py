@@ -27,7 +27,7 @@ def _reports(n: int, start: int = 0) -> list[tuple[ReportFiled, str]]:
 
 
 def test_genesis_registers_index_then_log_key(ledger: Ledger) -> None:
-    types = [t for (t,) in ledger.store.connection.execute("SELECT type FROM entries ORDER BY seq")]
+    types = [t for (t,) in ledger.store.session.execute("SELECT type FROM entries ORDER BY seq")]
     assert types == ["key.registered.v1", "key.registered.v1"]
     assert verify_log(ledger.data.db).ok
 
@@ -90,13 +90,14 @@ def ledger_pending(event: ReportFiled, subject: str):
 def test_log_tables_are_append_only(ledger: Ledger, statement: str) -> None:
     ledger.append(_reports(4))
     with pytest.raises(sqlite3.IntegrityError, match="append-only"):
-        ledger.store.connection.execute(statement)
+        ledger.store.session.execute(statement)
 
 
 def test_latest_checkpoint_covers_every_entry_and_verifies(ledger: Ledger) -> None:
     for k in range(5):
         ledger.append(_reports(7, start=10 * k))
-        size, note = ledger.store.latest_checkpoint() or (0, b"")
+        latest = ledger.store.latest_checkpoint()
+        size, note = (latest.size, latest.note) if latest else (0, b"")
         assert size == ledger.store.size
         text = open_note(note, [ledger.signers.log_verifier]).text
         body = parse_checkpoint_body(text)
@@ -134,7 +135,7 @@ def test_reopen_continues_the_same_tree(ledger: Ledger, tmp_path: Path) -> None:
 def test_entries_are_the_exact_leaf_bytes(ledger: Ledger) -> None:
     ledger.append(_reports(3))
     for seq, leaf in ledger.store.leaves():
-        row = ledger.store.connection.execute(
+        row = ledger.store.session.execute(
             "SELECT leaf_hash FROM entries WHERE seq = ?", (seq,)
         ).fetchone()
         assert bytes(row[0]) == leaf_hash(leaf)

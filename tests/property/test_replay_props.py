@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from events.store import stored_entries
+from events.port import stored_entries
 from events.types import ManifestRecorded, Origin, ReportFiled, RunRetracted, RunSuperseded
 from keys import SigningKey
 from projections import queries, schema
@@ -161,7 +161,7 @@ def test_replay_is_deterministic_resumable_and_time_travels(
                 assert table_digest(whole, table) == table_digest(resumed, table), table
             # asOf p on the full log equals the present state of a replay of the first p.
             p = data.draw(st.integers(0, size))
-            assert _state(ledger.store.connection, p) == _state(_fresh(entries[:p]), None)
+            assert _state(ledger.store.session, p) == _state(_fresh(entries[:p]), None)
         finally:
             ledger.close()
 

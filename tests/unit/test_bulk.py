@@ -44,9 +44,9 @@ def test_replay_and_import_run_with_it_and_give_it_back(tmp_path: object) -> Non
     with ledger:
         run_import(ledger, "manifest", [shared_file("seed-manifest.json")])
         assert gc.isenabled()
-        conn = ledger.store.connection
+        conn = ledger.store.session
         conn.execute("BEGIN IMMEDIATE")
-        from events.store import stored_entries
+        from events.port import stored_entries
 
         assert ledger.projections.rebuild(stored_entries(ledger.store)) == ledger.store.size
         conn.execute("COMMIT")

@@ -1,0 +1,501 @@
+"""The log port on one SQLite database (WAL): the embedded default store.
+
+One writer appends (a process lock plus ``BEGIN IMMEDIATE`` across processes); a batch commits
+in one transaction with its tree nodes, checkpoint and the projections it touches (the
+projections share the database and its transaction: the session is the writer's connection),
+so a crash leaves all of it or none. Tables: ``events.stores.sqlite_schema``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
+from pathlib import Path
+
+import sqlite_utils
+
+from events.bulk import paused_gc
+from events.checkpoints import checkpoint_body
+from events.entries import Pending, StoredEntry, encode_leaf, format_instant, payload_digest
+from events.errors import LogError
+from events.merkle import (
+    EMPTY_ROOT,
+    CompactRange,
+    consistency_proof,
+    inclusion_proof,
+    leaf_hash,
+    subtree_hash,
+)
+from events.mirroring import check_mirrored
+from events.port import (
+    Appended,
+    Checkpoint,
+    ChunkSigner,
+    EntryHeader,
+    EntryRow,
+    LeafCheck,
+    Mirrored,
+    NoteSigner,
+    Projector,
+)
+from events.stores.sqlite_schema import (
+    SCHEMA_VERSION,
+    Checkpointer,
+    connect,
+    connect_readonly,
+    create_tables,
+    node_id,
+)
+
+__all__ = ["CHUNK", "SqliteLog"]
+
+CHUNK = 1024
+_CHECKPOINT = "SELECT size, note, root, signed_at FROM checkpoints"
+_HEADER = "SELECT seq, type, subject, recorded_at FROM entries"
+
+
+def _checkpoint(row: tuple[int, bytes, bytes, str] | None) -> Checkpoint | None:
+    return None if row is None else Checkpoint(int(row[0]), bytes(row[1]), bytes(row[2]), row[3])
+
+
+class SqliteLog:
+    """The append-only log in one SQLite file (``events.port.LogStore[sqlite3.Connection]``).
+    Writes serialise on a lock; open another handle (``open_readonly``) for concurrent reads."""
+
+    def __init__(
+        self, path: Path, conn: sqlite3.Connection, origin: str, *, readonly: bool = False
+    ) -> None:
+        self.path = path
+        self._origin = origin
+        self._conn = conn
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._edge = self._load_edge()
+        self._checkpointer = None if readonly else Checkpointer(path)
+
+    # --- opening -----------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: Path, *, origin: str | None = None, create: bool = False) -> SqliteLog:
+        """Open (or, with ``create``, create) the log database at ``path``.
+
+        Raises:
+            LogError: the file does not exist and ``create`` is false, or its origin differs
+                from ``origin``, or its schema is newer than this code.
+        """
+        if not create and not path.exists():
+            raise LogError(f"no log at {path} (run `benchproof init`)")
+        conn = connect(path)
+        create_tables(conn)
+        db = sqlite_utils.Database(conn)
+        meta = {row[0]: row[1] for row in db.execute("SELECT key, value FROM meta")}
+        if "schema" in meta and int(meta["schema"]) > SCHEMA_VERSION:
+            raise LogError(f"{path}: schema {meta['schema']} is newer than this code understands")
+        stored = meta.get("origin")
+        if stored is None:
+            if origin is None:
+                raise LogError(f"{path}: the log has no origin yet")
+            with conn:
+                db.table("meta").insert_all(
+                    [
+                        {"key": "origin", "value": origin},
+                        {"key": "schema", "value": str(SCHEMA_VERSION)},
+                    ],
+                    replace=True,
+                )
+            stored = origin
+        elif origin is not None and origin != stored:
+            raise LogError(f"{path}: the log's origin is {stored!r}, not {origin!r}")
+        return cls(path, conn, stored)
+
+    @classmethod
+    def open_readonly(cls, path: Path) -> SqliteLog:
+        """A read-only handle on the log at ``path`` (it changes nothing, not even the WAL's
+        checkpointing).
+
+        Raises:
+            LogError: there is no log there.
+        """
+        if not path.exists():
+            raise LogError(f"no log at {path}")
+        conn = connect_readonly(path)
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'origin'").fetchone()
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise LogError(f"{path}: the database cannot be read: {exc}") from None
+        return cls(path, conn, "" if row is None else str(row[0]), readonly=True)
+
+    def close(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.stop()
+        self._conn.close()
+
+    @property
+    def origin(self) -> str:
+        return self._origin
+
+    @property
+    def session(self) -> sqlite3.Connection:
+        """The writer's connection: the projections read and write through it (in a batch, in
+        the log's own transaction)."""
+        return self._conn
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield self._conn
+                finally:
+                    self._depth -= 1
+                return
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._depth = 1
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                self._edge = self._load_edge()
+                raise
+            else:
+                self._conn.execute("COMMIT")
+            finally:
+                self._depth = 0
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._conn.execute("BEGIN")  # deferred: the snapshot starts at the first read
+            try:
+                yield self._conn
+            finally:
+                self._conn.execute("COMMIT")
+
+    # --- the tree ----------------------------------------------------------------------------
+
+    def _stored_size(self) -> int:
+        row = self._conn.execute("SELECT max(seq) FROM entries").fetchone()
+        return 0 if row[0] is None else int(row[0]) + 1
+
+    def _load_edge(self) -> CompactRange:
+        return CompactRange.load(self._stored_size(), self.read_node)
+
+    def read_node(self, level: int, index: int) -> bytes:
+        if level == 0:
+            row = self._conn.execute(
+                "SELECT leaf_hash FROM entries WHERE seq = ?", (index,)
+            ).fetchone()
+        else:
+            row = self._conn.execute(
+                "SELECT hash FROM tree_nodes WHERE id = ?", (node_id(level, index),)
+            ).fetchone()
+        if row is None:
+            raise LogError(f"tree node ({level}, {index}) is not stored")
+        return bytes(row[0])
+
+    def nodes(self) -> Iterator[tuple[int, int, bytes]]:
+        for key, h in self._conn.execute("SELECT id, hash FROM tree_nodes"):
+            yield int(key) >> 40, int(key) & ((1 << 40) - 1), bytes(h)
+
+    @property
+    def size(self) -> int:
+        return self._edge.size
+
+    def refresh(self) -> int:
+        with self._lock:
+            if self._stored_size() != self._edge.size:
+                self._edge = self._load_edge()
+            return self._edge.size
+
+    def root(self, size: int | None = None) -> bytes:
+        if size is None or size == self._edge.size:
+            return self._edge.root()
+        self._check_size(size)
+        return subtree_hash(0, size, self.read_node) if size else EMPTY_ROOT
+
+    def _check_size(self, size: int) -> None:
+        current = self.refresh()
+        if not 0 <= size <= current:
+            raise LogError(f"the log has {current} entries, not {size}", size=size)
+
+    def inclusion_proof(self, index: int, size: int) -> list[bytes]:
+        self._check_size(size)
+        return inclusion_proof(index, size, self.read_node)
+
+    def consistency_proof(self, old: int, new: int) -> list[bytes]:
+        self._check_size(new)
+        return consistency_proof(old, new, self.read_node)
+
+    # --- reading entries ---------------------------------------------------------------------
+
+    def leaves(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, bytes]]:
+        stop = self._stored_size() if end is None else end
+        cursor = self._conn.execute(
+            "SELECT seq, leaf FROM entries WHERE seq >= ? AND seq < ? ORDER BY seq", (start, stop)
+        )
+        for seq, leaf in cursor:
+            yield seq, bytes(leaf)
+
+    def leaf(self, seq: int) -> bytes | None:
+        row = self._conn.execute("SELECT leaf FROM entries WHERE seq = ?", (seq,)).fetchone()
+        return None if row is None else bytes(row[0])
+
+    def rows(self, start: int = 0, end: int | None = None) -> Iterator[EntryRow]:
+        stop = 2**62 if end is None else end
+        for row in self._conn.execute(
+            "SELECT seq, recorded_at, type, subject, payload_digest, leaf_hash, leaf FROM entries"
+            " WHERE seq >= ? AND seq < ? ORDER BY seq",
+            (start, stop),
+        ):
+            seq, at, type_, subject, digest, lh, leaf = row
+            yield EntryRow(int(seq), at, type_, subject, digest, bytes(lh), bytes(leaf))
+
+    def headers(self, start: int = 0, end: int | None = None) -> Iterator[EntryHeader]:
+        stop = 2**62 if end is None else end
+        for row in self._conn.execute(
+            f"{_HEADER} WHERE seq >= ? AND seq < ? ORDER BY seq",
+            (start, stop),
+        ):
+            yield EntryHeader(*row)
+
+    def headers_at(self, positions: Sequence[int]) -> dict[int, EntryHeader]:
+        out: dict[int, EntryHeader] = {}
+        for i in range(0, len(positions), 500):
+            chunk = list(positions[i : i + 500])
+            marks = ",".join("?" * len(chunk))
+            for row in self._conn.execute(f"{_HEADER} WHERE seq IN ({marks})", chunk):
+                out[int(row[0])] = EntryHeader(*row)
+        return out
+
+    def shard_rows(
+        self, size: int, shard: int, workers: int
+    ) -> Iterator[tuple[int, str, str, bytes | None]]:
+        """``(seq, type, subject, leaf)`` of the first ``size`` entries, for one shard of a
+        parallel rebuild (``projections.shards``): the leaf of an entry whose subject is a run
+        (``run.*``, ``rerun.*``) is read only by the shard of that run (the last character's code
+        point modulo ``workers``), and is None for the others. SQLite skips those blobs."""
+        yield from self._conn.execute(
+            """SELECT seq, type, subject,
+            CASE WHEN (substr(type, 1, 4) = 'run.' OR substr(type, 1, 6) = 'rerun.')
+                AND coalesce(unicode(substr(subject, -1)), 0) % :workers != :shard
+            THEN NULL ELSE leaf END
+            FROM entries WHERE seq < :size ORDER BY seq""",
+            {"workers": workers, "shard": shard, "size": size},
+        )
+
+    def latest_checkpoint(self) -> Checkpoint | None:
+        return _checkpoint(
+            self._conn.execute(f"{_CHECKPOINT} ORDER BY size DESC LIMIT 1").fetchone()
+        )
+
+    def checkpoint(self, size: int) -> Checkpoint | None:
+        return _checkpoint(self._conn.execute(f"{_CHECKPOINT} WHERE size = ?", (size,)).fetchone())
+
+    def checkpoint_at_or_below(self, size: int) -> Checkpoint | None:
+        return _checkpoint(
+            self._conn.execute(
+                f"{_CHECKPOINT} WHERE size <= ? ORDER BY size DESC LIMIT 1",
+                (size,),
+            ).fetchone()
+        )
+
+    def checkpoints(self) -> Iterator[Checkpoint]:
+        for row in self._conn.execute(f"{_CHECKPOINT} ORDER BY size").fetchall():
+            checkpoint = _checkpoint(row)
+            assert checkpoint is not None  # noqa: S101 - a row was read
+            yield checkpoint
+
+    def size_at_instant(self, instant: str) -> int:
+        conn = self._conn
+        row = conn.execute("SELECT max(seq) FROM entries").fetchone()
+        lo, hi = 0, 0 if row[0] is None else int(row[0]) + 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            (at,) = conn.execute("SELECT recorded_at FROM entries WHERE seq = ?", (mid,)).fetchone()
+            if at <= instant:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def find(self, digests: Sequence[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for i in range(0, len(digests), 500):
+            chunk = list(digests[i : i + 500])
+            marks = ",".join("?" * len(chunk))
+            for digest, seq in self._conn.execute(
+                f"SELECT payload_digest, seq FROM entries WHERE payload_digest IN ({marks})",  # noqa: S608
+                chunk,
+            ):
+                found[digest] = int(seq)
+        return found
+
+    def _last_recorded(self) -> str:
+        last = self._conn.execute(
+            "SELECT recorded_at FROM entries ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
+        return str(last[0]) if last else ""
+
+    # --- appending ---------------------------------------------------------------------------
+
+    def append(
+        self,
+        pending: Sequence[Pending],
+        *,
+        sign: ChunkSigner,
+        sign_checkpoint: NoteSigner,
+        now: datetime,
+        project: Projector[sqlite3.Connection] | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[Appended]:
+        if any(not p.signer for p in pending):
+            raise LogError("every pending event must name the key that signs it (Pending.signer)")
+        digests = [payload_digest(p.payload, p.payload_type, p.signer) for p in pending]
+        with paused_gc(), self.transaction():
+            # Look for what the log holds under the write lock, once: no other writer can slip
+            # an entry in between the look and the write.
+            known = self.find(digests)
+            first: dict[str, int] = {}
+            for i, d in enumerate(digests):
+                if d not in known and d not in first:
+                    first[d] = i
+            appended: set[str] = set()
+            if first:
+                todo = list(first.values())
+                items = [pending[i] for i in todo]
+                appended = self._write(
+                    items, [digests[i] for i in todo], sign, now, project, known, progress
+                )
+                if appended:
+                    self._sign_checkpoint(sign_checkpoint, now)
+        return [
+            Appended(known[d], d in appended and first.get(d) == i, d)
+            for i, d in enumerate(digests)
+        ]
+
+    def _write(
+        self,
+        items: list[Pending],
+        digests: list[str],
+        sign: ChunkSigner,
+        now: datetime,
+        project: Projector[sqlite3.Connection] | None,
+        known: dict[str, int],
+        progress: Callable[[int], None] | None = None,
+    ) -> set[str]:
+        """Write the batch inside the caller's transaction; fill ``known`` with every position;
+        return the digests appended."""
+        if self._stored_size() != self._edge.size:
+            self._edge = self._load_edge()
+        recorded_at = max(format_instant(now), self._last_recorded())
+        keep = list(zip(items, digests, strict=True))
+        chunks = [keep[i : i + CHUNK] for i in range(0, len(keep), CHUNK)]
+        to_sign = [[item for item, _ in chunk if item.envelope is None] for chunk in chunks]
+        edge, appended = self._edge, set[str]()
+        for chunk, envelopes in zip(chunks, sign(to_sign), strict=True):
+            signed = iter(envelopes)
+            rows, nodes, stored = [], [], []
+            for item, digest in chunk:
+                envelope = item.envelope if item.envelope is not None else next(signed)
+                seq = edge.size
+                leaf = encode_leaf(seq, recorded_at, item.type, item.subject, envelope)
+                lh = leaf_hash(leaf)
+                for level, index, h in edge.append(lh):
+                    if level:
+                        nodes.append((node_id(level, index), h))
+                rows.append((seq, recorded_at, item.type, item.subject, digest, lh, leaf))
+                known[digest] = seq
+                stored.append(
+                    StoredEntry(
+                        seq,
+                        recorded_at,
+                        item.type,
+                        item.subject,
+                        item.payload_type,
+                        item.payload,
+                        digest,
+                        item.signer,
+                        item.decoded,
+                    )
+                )
+            self._insert(rows, nodes)
+            if project is not None:
+                project(self._conn, stored)
+            appended.update(e.payload_digest for e in stored)
+            if progress is not None:
+                progress(len(chunk))
+        return appended
+
+    def _insert(self, rows: list[tuple[object, ...]], nodes: list[tuple[int, bytes]]) -> None:
+        self._conn.executemany(
+            "INSERT INTO entries (seq, recorded_at, type, subject, payload_digest, leaf_hash, leaf)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+        self._conn.executemany("INSERT INTO tree_nodes (id, hash) VALUES (?, ?)", nodes)
+
+    def _sign_checkpoint(self, sign_checkpoint: NoteSigner, now: datetime) -> None:
+        """Sign and store a checkpoint of the current edge, inside the caller's transaction."""
+        root = self._edge.root()
+        note = sign_checkpoint(checkpoint_body(self.origin, self._edge.size, root))
+        signed_at = max(format_instant(now), self._last_recorded())
+        self._store_checkpoint(Checkpoint(self._edge.size, note, root, signed_at))
+
+    def _store_checkpoint(self, checkpoint: Checkpoint) -> None:
+        self._conn.execute(
+            "INSERT OR IGNORE INTO checkpoints (size, root, signed_at, note) VALUES (?, ?, ?, ?)",
+            (checkpoint.size, checkpoint.root, checkpoint.signed_at, checkpoint.note),
+        )
+
+    def append_leaves(
+        self,
+        start: int,
+        leaves: Sequence[bytes],
+        checkpoint: Checkpoint,
+        *,
+        check: LeafCheck | None = None,
+        project: Projector[sqlite3.Connection] | None = None,
+    ) -> Mirrored:
+        with paused_gc(), self.transaction():
+            self.refresh()
+            end = min(self._edge.size, start + len(leaves))
+            held = [leaf for _, leaf in self.leaves(start, end)]
+            rows, edge, nodes = check_mirrored(
+                self._edge,
+                self._last_recorded(),
+                start,
+                leaves,
+                held,
+                checkpoint.root,
+                checkpoint.size,
+            )
+            entries = [r.entry for r in rows]
+            if check is not None:
+                check(entries)
+            self._insert(
+                [
+                    (e.seq, e.recordedAt, e.type, e.subject, e.payload_digest, r.leaf_hash, r.leaf)
+                    for e, r in zip(entries, rows, strict=True)
+                ],
+                [(node_id(level, index), h) for level, index, h in nodes],
+            )
+            self._edge = edge
+            if project is not None and entries:
+                project(self._conn, entries)
+            self._store_checkpoint(checkpoint)
+        return Mirrored(len(rows), self._edge.size)
+
+    def publish_checkpoint(self, sign_checkpoint: NoteSigner, now: datetime) -> Checkpoint:
+        with self.transaction():
+            size = self.refresh()
+            latest = self.latest_checkpoint()
+            if latest is None or latest.size != size:
+                self._sign_checkpoint(sign_checkpoint, now)
+                latest = self.latest_checkpoint()
+        assert latest is not None  # noqa: S101 - just written
+        return latest

@@ -1,0 +1,127 @@
+"""The SQLite adapter's tables, connections and WAL checkpointer.
+
+- ``entries`` holds each leaf as the exact bytes committed, its leaf hash and its payload's
+  content digest (UNIQUE: appending the same statement twice returns the existing entry).
+- ``tree_nodes`` holds every perfect subtree (level >= 1; level 0 is ``entries.leaf_hash``),
+  grown incrementally from the tree's right edge.
+- ``checkpoints`` holds the signed note of every size a batch committed; the latest always
+  covers every committed entry, because it is written in the batch's own transaction.
+- Triggers refuse UPDATE and DELETE on all three.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+from pathlib import Path
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "Checkpointer",
+    "connect",
+    "connect_readonly",
+    "create_tables",
+    "node_id",
+]
+
+SCHEMA_VERSION = 1
+
+_APPEND_ONLY = """
+CREATE TRIGGER IF NOT EXISTS {table}_no_update BEFORE UPDATE ON {table}
+BEGIN SELECT RAISE(ABORT, '{table} is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS {table}_no_delete BEFORE DELETE ON {table}
+BEGIN SELECT RAISE(ABORT, '{table} is append-only'); END;
+"""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS entries (
+    seq INTEGER PRIMARY KEY,
+    recorded_at TEXT NOT NULL,
+    type TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    payload_digest TEXT NOT NULL UNIQUE,
+    leaf_hash BLOB NOT NULL,
+    leaf BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS tree_nodes (
+    id INTEGER PRIMARY KEY,  -- level << 40 | index: one integer key, no second index to keep
+    hash BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS checkpoints (
+    size INTEGER PRIMARY KEY,
+    root BLOB NOT NULL,
+    signed_at TEXT NOT NULL,
+    note BLOB NOT NULL
+);
+"""
+
+
+def create_tables(conn: sqlite3.Connection) -> None:
+    """The log tables and their append-only triggers (idempotent)."""
+    with conn:
+        conn.executescript(_SCHEMA)
+        for table in ("entries", "tree_nodes", "checkpoints"):
+            conn.executescript(_APPEND_ONLY.format(table=table))
+
+
+def node_id(level: int, index: int) -> int:
+    """The key of a perfect subtree in ``tree_nodes``: ``level << 40 | index``."""
+    return level << 40 | index
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """A connection in WAL mode with durable commits (``synchronous=FULL``) and autocommit off
+    (transactions are explicit)."""
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=60)
+    conn.execute("PRAGMA cache_size=-65536")  # 64 MiB: a batch's pages stay in memory
+    conn.execute("PRAGMA wal_autocheckpoint=0")  # the store's checkpointer thread does it
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute("PRAGMA busy_timeout=60000")
+    return conn
+
+
+def connect_readonly(path: Path) -> sqlite3.Connection:
+    """A read-only connection (``mode=ro``): for readers that must change nothing."""
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+    conn.execute("PRAGMA query_only = ON")
+    return conn
+
+
+class Checkpointer:
+    """Moves committed WAL frames into the database file on its own thread and connection, so a
+    commit pays only for its WAL write and fsync (the writer's connection has automatic
+    checkpoints off). PASSIVE checkpoints never block the writer; the last one, at close,
+    empties the WAL."""
+
+    INTERVAL = 1.0
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="wal-checkpoint", daemon=True)
+        self._thread.start()
+
+    def _checkpoint(self, mode: str) -> None:
+        conn = sqlite3.connect(self._path, timeout=60)
+        try:
+            conn.execute(f"PRAGMA wal_checkpoint({mode})")
+        finally:
+            conn.close()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.INTERVAL):
+            try:
+                self._checkpoint("PASSIVE")
+            except sqlite3.Error:
+                continue  # busy or closing: the next round will do it
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        # Another process may hold the database; its own close will checkpoint then.
+        with contextlib.suppress(sqlite3.Error):
+            self._checkpoint("TRUNCATE")
