@@ -34,6 +34,7 @@ lint: $(VENV)/.test
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/python -m tests.contract.sqlrooms
 
 bench: $(VENV)/.test
 	$(BIN)/python -m tests.bench
