@@ -53,7 +53,8 @@ def check_mirrored(
                 position=start + i,
             )
     grown = edge.copy()
-    rows, nodes = [], []
+    rows: list[MirrorRow] = []
+    nodes: list[tuple[int, int, bytes]] = []
     for leaf in leaves[overlap:]:
         seq = grown.size
         entry = decode_leaf(leaf, position=seq)

@@ -42,6 +42,7 @@ __all__ = [
 ]
 
 S = TypeVar("S")
+S_co = TypeVar("S_co", covariant=True)
 
 ChunkSigner = Callable[[list[list[Pending]]], Iterator[list[bytes]]]
 """Signs chunks of pendings and yields, chunk by chunk in order, their DSSE envelopes as JSON
@@ -192,22 +193,22 @@ class LogReader(Protocol):
     def close(self) -> None: ...
 
 
-class LogStore(LogReader, Protocol[S]):
-    """A log that can be appended to. ``S`` is the session type the projections use."""
+class LogStore(LogReader, Protocol[S_co]):
+    """A log that can be appended to. ``S_co`` is the session type the projections use."""
 
     @property
-    def session(self) -> S:
+    def session(self) -> S_co:
         """The database session the projections read and write through (outside
         ``transaction()`` it reads committed state)."""
         ...
 
-    def transaction(self) -> AbstractContextManager[S]:
+    def transaction(self) -> AbstractContextManager[S_co]:
         """One write transaction under the writer's lock: commits when the block ends, rolls
         back (and forgets what it had appended) when it raises. Re-entrant: an inner block is
         part of the outer one."""
         ...
 
-    def snapshot(self) -> AbstractContextManager[S]:
+    def snapshot(self) -> AbstractContextManager[S_co]:
         """A read snapshot for the block: the session sees the log and the projections as they
         stood when it began; appends by others are neither seen nor blocked."""
         ...
@@ -219,7 +220,7 @@ class LogStore(LogReader, Protocol[S]):
         sign: ChunkSigner,
         sign_checkpoint: NoteSigner,
         now: datetime,
-        project: Projector[S] | None = None,
+        project: Projector[S_co] | None = None,
         progress: Callable[[int], None] | None = None,
     ) -> list[Appended]:
         """Append a batch in one transaction: entries, tree nodes, the projections (through
@@ -238,7 +239,7 @@ class LogStore(LogReader, Protocol[S]):
         checkpoint: Checkpoint,
         *,
         check: LeafCheck | None = None,
-        project: Projector[S] | None = None,
+        project: Projector[S_co] | None = None,
     ) -> Mirrored:
         """Take in leaves another log wrote, at positions ``start``, ``start + 1``, ...: the
         same bytes at the same positions. Leaves the store holds already must be byte-equal

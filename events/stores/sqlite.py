@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import sqlite_utils
 
@@ -22,25 +22,20 @@ from events.checkpoints import checkpoint_body
 from events.entries import Pending, StoredEntry, encode_leaf, format_instant, payload_digest
 from events.errors import LogError
 from events.merkle import (
-    EMPTY_ROOT,
-    CompactRange,
-    consistency_proof,
-    inclusion_proof,
     leaf_hash,
-    subtree_hash,
 )
 from events.mirroring import check_mirrored
 from events.port import (
     Appended,
     Checkpoint,
     ChunkSigner,
-    EntryHeader,
-    EntryRow,
     LeafCheck,
+    LogStore,
     Mirrored,
     NoteSigner,
     Projector,
 )
+from events.stores.sqlite_reads import SqliteReads
 from events.stores.sqlite_schema import (
     SCHEMA_VERSION,
     Checkpointer,
@@ -53,27 +48,18 @@ from events.stores.sqlite_schema import (
 __all__ = ["CHUNK", "SqliteLog"]
 
 CHUNK = 1024
-_CHECKPOINT = "SELECT size, note, root, signed_at FROM checkpoints"
-_HEADER = "SELECT seq, type, subject, recorded_at FROM entries"
 
 
-def _checkpoint(row: tuple[int, bytes, bytes, str] | None) -> Checkpoint | None:
-    return None if row is None else Checkpoint(int(row[0]), bytes(row[1]), bytes(row[2]), row[3])
-
-
-class SqliteLog:
+class SqliteLog(SqliteReads):
     """The append-only log in one SQLite file (``events.port.LogStore[sqlite3.Connection]``).
     Writes serialise on a lock; open another handle (``open_readonly``) for concurrent reads."""
 
     def __init__(
         self, path: Path, conn: sqlite3.Connection, origin: str, *, readonly: bool = False
     ) -> None:
+        super().__init__(conn, origin)
         self.path = path
-        self._origin = origin
-        self._conn = conn
-        self._lock = threading.RLock()
         self._depth = 0
-        self._edge = self._load_edge()
         self._checkpointer = None if readonly else Checkpointer(path)
 
     # --- opening -----------------------------------------------------------------------------
@@ -135,10 +121,6 @@ class SqliteLog:
         self._conn.close()
 
     @property
-    def origin(self) -> str:
-        return self._origin
-
-    @property
     def session(self) -> sqlite3.Connection:
         """The writer's connection: the projections read and write through it (in a batch, in
         the log's own transaction)."""
@@ -175,171 +157,6 @@ class SqliteLog:
                 yield self._conn
             finally:
                 self._conn.execute("COMMIT")
-
-    # --- the tree ----------------------------------------------------------------------------
-
-    def _stored_size(self) -> int:
-        row = self._conn.execute("SELECT max(seq) FROM entries").fetchone()
-        return 0 if row[0] is None else int(row[0]) + 1
-
-    def _load_edge(self) -> CompactRange:
-        return CompactRange.load(self._stored_size(), self.read_node)
-
-    def read_node(self, level: int, index: int) -> bytes:
-        if level == 0:
-            row = self._conn.execute(
-                "SELECT leaf_hash FROM entries WHERE seq = ?", (index,)
-            ).fetchone()
-        else:
-            row = self._conn.execute(
-                "SELECT hash FROM tree_nodes WHERE id = ?", (node_id(level, index),)
-            ).fetchone()
-        if row is None:
-            raise LogError(f"tree node ({level}, {index}) is not stored")
-        return bytes(row[0])
-
-    def nodes(self) -> Iterator[tuple[int, int, bytes]]:
-        for key, h in self._conn.execute("SELECT id, hash FROM tree_nodes"):
-            yield int(key) >> 40, int(key) & ((1 << 40) - 1), bytes(h)
-
-    @property
-    def size(self) -> int:
-        return self._edge.size
-
-    def refresh(self) -> int:
-        with self._lock:
-            if self._stored_size() != self._edge.size:
-                self._edge = self._load_edge()
-            return self._edge.size
-
-    def root(self, size: int | None = None) -> bytes:
-        if size is None or size == self._edge.size:
-            return self._edge.root()
-        self._check_size(size)
-        return subtree_hash(0, size, self.read_node) if size else EMPTY_ROOT
-
-    def _check_size(self, size: int) -> None:
-        current = self.refresh()
-        if not 0 <= size <= current:
-            raise LogError(f"the log has {current} entries, not {size}", size=size)
-
-    def inclusion_proof(self, index: int, size: int) -> list[bytes]:
-        self._check_size(size)
-        return inclusion_proof(index, size, self.read_node)
-
-    def consistency_proof(self, old: int, new: int) -> list[bytes]:
-        self._check_size(new)
-        return consistency_proof(old, new, self.read_node)
-
-    # --- reading entries ---------------------------------------------------------------------
-
-    def leaves(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, bytes]]:
-        stop = self._stored_size() if end is None else end
-        cursor = self._conn.execute(
-            "SELECT seq, leaf FROM entries WHERE seq >= ? AND seq < ? ORDER BY seq", (start, stop)
-        )
-        for seq, leaf in cursor:
-            yield seq, bytes(leaf)
-
-    def leaf(self, seq: int) -> bytes | None:
-        row = self._conn.execute("SELECT leaf FROM entries WHERE seq = ?", (seq,)).fetchone()
-        return None if row is None else bytes(row[0])
-
-    def rows(self, start: int = 0, end: int | None = None) -> Iterator[EntryRow]:
-        stop = 2**62 if end is None else end
-        for row in self._conn.execute(
-            "SELECT seq, recorded_at, type, subject, payload_digest, leaf_hash, leaf FROM entries"
-            " WHERE seq >= ? AND seq < ? ORDER BY seq",
-            (start, stop),
-        ):
-            seq, at, type_, subject, digest, lh, leaf = row
-            yield EntryRow(int(seq), at, type_, subject, digest, bytes(lh), bytes(leaf))
-
-    def headers(self, start: int = 0, end: int | None = None) -> Iterator[EntryHeader]:
-        stop = 2**62 if end is None else end
-        for row in self._conn.execute(
-            f"{_HEADER} WHERE seq >= ? AND seq < ? ORDER BY seq",
-            (start, stop),
-        ):
-            yield EntryHeader(*row)
-
-    def headers_at(self, positions: Sequence[int]) -> dict[int, EntryHeader]:
-        out: dict[int, EntryHeader] = {}
-        for i in range(0, len(positions), 500):
-            chunk = list(positions[i : i + 500])
-            marks = ",".join("?" * len(chunk))
-            for row in self._conn.execute(f"{_HEADER} WHERE seq IN ({marks})", chunk):
-                out[int(row[0])] = EntryHeader(*row)
-        return out
-
-    def shard_rows(
-        self, size: int, shard: int, workers: int
-    ) -> Iterator[tuple[int, str, str, bytes | None]]:
-        """``(seq, type, subject, leaf)`` of the first ``size`` entries, for one shard of a
-        parallel rebuild (``projections.shards``): the leaf of an entry whose subject is a run
-        (``run.*``, ``rerun.*``) is read only by the shard of that run (the last character's code
-        point modulo ``workers``), and is None for the others. SQLite skips those blobs."""
-        yield from self._conn.execute(
-            """SELECT seq, type, subject,
-            CASE WHEN (substr(type, 1, 4) = 'run.' OR substr(type, 1, 6) = 'rerun.')
-                AND coalesce(unicode(substr(subject, -1)), 0) % :workers != :shard
-            THEN NULL ELSE leaf END
-            FROM entries WHERE seq < :size ORDER BY seq""",
-            {"workers": workers, "shard": shard, "size": size},
-        )
-
-    def latest_checkpoint(self) -> Checkpoint | None:
-        return _checkpoint(
-            self._conn.execute(f"{_CHECKPOINT} ORDER BY size DESC LIMIT 1").fetchone()
-        )
-
-    def checkpoint(self, size: int) -> Checkpoint | None:
-        return _checkpoint(self._conn.execute(f"{_CHECKPOINT} WHERE size = ?", (size,)).fetchone())
-
-    def checkpoint_at_or_below(self, size: int) -> Checkpoint | None:
-        return _checkpoint(
-            self._conn.execute(
-                f"{_CHECKPOINT} WHERE size <= ? ORDER BY size DESC LIMIT 1",
-                (size,),
-            ).fetchone()
-        )
-
-    def checkpoints(self) -> Iterator[Checkpoint]:
-        for row in self._conn.execute(f"{_CHECKPOINT} ORDER BY size").fetchall():
-            checkpoint = _checkpoint(row)
-            assert checkpoint is not None  # noqa: S101 - a row was read
-            yield checkpoint
-
-    def size_at_instant(self, instant: str) -> int:
-        conn = self._conn
-        row = conn.execute("SELECT max(seq) FROM entries").fetchone()
-        lo, hi = 0, 0 if row[0] is None else int(row[0]) + 1
-        while lo < hi:
-            mid = (lo + hi) // 2
-            (at,) = conn.execute("SELECT recorded_at FROM entries WHERE seq = ?", (mid,)).fetchone()
-            if at <= instant:
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo
-
-    def find(self, digests: Sequence[str]) -> dict[str, int]:
-        found: dict[str, int] = {}
-        for i in range(0, len(digests), 500):
-            chunk = list(digests[i : i + 500])
-            marks = ",".join("?" * len(chunk))
-            for digest, seq in self._conn.execute(
-                f"SELECT payload_digest, seq FROM entries WHERE payload_digest IN ({marks})",  # noqa: S608
-                chunk,
-            ):
-                found[digest] = int(seq)
-        return found
-
-    def _last_recorded(self) -> str:
-        last = self._conn.execute(
-            "SELECT recorded_at FROM entries ORDER BY seq DESC LIMIT 1"
-        ).fetchone()
-        return str(last[0]) if last else ""
 
     # --- appending ---------------------------------------------------------------------------
 
@@ -431,7 +248,9 @@ class SqliteLog:
                 progress(len(chunk))
         return appended
 
-    def _insert(self, rows: list[tuple[object, ...]], nodes: list[tuple[int, bytes]]) -> None:
+    def _insert(
+        self, rows: Sequence[tuple[object, ...]], nodes: Sequence[tuple[int, bytes]]
+    ) -> None:
         self._conn.executemany(
             "INSERT INTO entries (seq, recorded_at, type, subject, payload_digest, leaf_hash, leaf)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -499,3 +318,7 @@ class SqliteLog:
                 latest = self.latest_checkpoint()
         assert latest is not None  # noqa: S101 - just written
         return latest
+
+
+if TYPE_CHECKING:  # mypy proves that the adapter fulfils the port
+    _PORT: type[LogStore[sqlite3.Connection]] = SqliteLog
