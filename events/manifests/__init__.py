@@ -20,10 +20,8 @@ from events.manifests.common import (
     Manifest,
     Metadata,
 )
+from events.manifests.kernel_runs import BenchmarkProtocol, BenchmarkRun, ExecutionEnvironment
 from events.manifests.kernels import (
-    BenchmarkProtocol,
-    BenchmarkRun,
-    ExecutionEnvironment,
     ImplementationRevision,
     OperationSpec,
     SoftwareProject,
