@@ -16,7 +16,8 @@ from typing import NoReturn
 
 from events.errors import EventError
 from keys import KeyringError
-from projections.errors import ProjectionError, UnknownGroup, UnknownRun
+from projections.errors import AmbiguousRun, ProjectionError, UnknownGroup, UnknownRun
+from service.app.runs import candidates
 from service.errors import InvalidInput, NotFound, ServiceError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NOT_FOUND = 0, 1, 2, 3
@@ -77,11 +78,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(exc.detail, EXIT_NOT_FOUND)
     except InvalidInput as exc:
         code = _fail(exc.detail, EXIT_USAGE)
-        for line in exc.details.get("report", []):  # type: ignore[attr-defined]
+        report = exc.details.get("report")
+        for line in report if isinstance(report, list) else []:
             sys.stderr.write(f"  {line}\n")
         return code
     except (UnknownRun, UnknownGroup) as exc:
         return _fail(exc.detail, EXIT_NOT_FOUND)
+    except AmbiguousRun as exc:
+        return _fail(exc.detail + ": " + ", ".join(candidates(exc)), EXIT_USAGE)
     except (EventError, ServiceError, KeyringError, ProjectionError) as exc:
         return _fail(exc.detail, EXIT_USAGE)
     except KeyboardInterrupt:

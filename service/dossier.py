@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 
+from events.port import LogReader
 from projections import queries
 from projections.views import RunView
 
@@ -152,12 +153,15 @@ def _workload(manifest: dict[str, Any] | None, digest: str | None) -> dict[str, 
     return out
 
 
-def _history(conn: sqlite3.Connection, view: RunView, as_of: int | None) -> list[HistoryItem]:
+def _history(
+    conn: sqlite3.Connection, log: LogReader, view: RunView, as_of: int | None
+) -> list[HistoryItem]:
     versions = queries.run_versions(conn, view.runDigest, as_of)
-    types = queries.entry_types(conn, [p for p, _ in versions])
+    headers = log.headers_at([p for p, _ in versions])
     out = []
     for position, v in versions:
-        type_, at = types.get(position, ("", ""))
+        header = headers.get(position)
+        type_, at = (header.type, header.recorded_at) if header else ("", "")
         note = None
         if type_.startswith("manifest.") or (
             type_ == "run.ingested.v1" and position != view.ingestSeq
@@ -169,6 +173,7 @@ def _history(conn: sqlite3.Connection, view: RunView, as_of: int | None) -> list
 
 def build_dossier(
     conn: sqlite3.Connection,
+    log: LogReader,
     digest: str,
     as_of: int | None,
     *,
@@ -176,12 +181,14 @@ def build_dossier(
     base: str = "",
     standings: queries.StandingsCache | None = None,
 ) -> Dossier | None:
-    """The dossier of run ``digest`` as of tree size ``as_of`` (None: now, which is ``size``)."""
+    """The dossier of run ``digest`` as of tree size ``as_of`` (None: now, which is ``size``),
+    from the projections (``conn``) and the log (``log``: the run's own manifest stays in its
+    ``run.ingested`` entry; its history names the entries that changed it)."""
     view = queries.run_view(conn, digest, as_of)
     if view is None:
         return None
     at = size if as_of is None else as_of
-    run = queries.manifest(conn, digest) or {}
+    run = queries.run_manifest(conn, log, digest, as_of) or {}
     protocol = (
         queries.manifest(conn, view.protocolKey, as_of)
         if view.kind == "BenchmarkRun" and view.protocolKey
@@ -278,7 +285,7 @@ def build_dossier(
         attestations=queries.attestations(conn, digest, as_of),
         reports=queries.reports(conn, digest, as_of),
         reruns=reruns,
-        history=_history(conn, view, as_of),
+        history=_history(conn, log, view, as_of),
         manifest=manifest,
         links=links,
         comparisonKey=view.comparisonKey,

@@ -1,4 +1,4 @@
-"""``benchproof verify``: check the whole log from its bytes, read-only.
+"""``benchproof verify``: check the whole log from its bytes, read-only, through the log port.
 
 For every position, in order: (1) the entry is there and says its own position; (2) its stored
 columns agree with its leaf bytes, and the stored leaf hash with ``SHA-256(0x00 || leaf)``; (3)
@@ -8,6 +8,9 @@ from the log itself: the genesis entry registers the index key and is signed by 
 tree recomputed from the leaves matches every stored tree node and every checkpoint; (6) every
 checkpoint note verifies with the log key, and the latest covers every entry. Signatures are
 checked on two threads (Ed25519 in ``cryptography`` releases the GIL).
+
+It reads only what ``events.port.LogReader`` gives (the stored rows, tree nodes and checkpoints
+and the origin), so the same checks apply to any store, or to leaves fetched from a server.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import base64
 import binascii
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -26,7 +29,8 @@ from events.checkpoints import parse_checkpoint_body
 from events.entries import EVENT_PAYLOAD_TYPE, INTOTO_PAYLOAD_TYPE, Entry, payload_digest
 from events.errors import EventError, LogError
 from events.merkle import CompactRange, leaf_hash, node_hash
-from events.stores.sqlite_schema import node_id
+from events.port import Checkpoint, LogReader
+from events.stores.sqlite import SqliteLog
 from events.types import EVENT_DECODER, KeyRegistered, KeyRevoked, KeyRotated
 from keys import KeyringError, NoteVerifier, VerifyingKey, open_note, pae
 from projections.keyring import KeyView, fold_keys
@@ -71,18 +75,6 @@ class _TypeOnly(msgspec.Struct):
 _TYPE = msgspec.json.Decoder(_TypeOnly)
 _ENTRY = msgspec.json.Decoder(Entry)
 _NO_POSITION = 2**62
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    if not path.exists():
-        raise LogError(f"no log at {path}")
-    return sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
-
-
-def _rows(conn: sqlite3.Connection) -> Iterator[tuple[int, str, str, str, str, bytes, bytes]]:
-    yield from conn.execute(
-        "SELECT seq, recorded_at, type, subject, payload_digest, leaf_hash, leaf FROM entries ORDER BY seq"
-    )
 
 
 Task = tuple[int, VerifyingKey | None, str, str, str, str, str, str, bytes, bytes]
@@ -142,20 +134,16 @@ def _payload_problem(seq: int, ptype: str, etype: str, payload: bytes) -> str | 
 
 
 class _Checker:
-    def __init__(self, conn: sqlite3.Connection, report: VerifyReport) -> None:
-        self.conn = conn
+    def __init__(self, log: LogReader, report: VerifyReport) -> None:
+        self.log = log
         self.report = report
         self.keys: Mapping[str, KeyView] = {}
         self.publics: dict[str, VerifyingKey] = {}
         self.size = 0
         self.edge: list[bytes] = []  # the compact range's nodes, largest subtree first
-        self.nodes = {
-            int(node): bytes(h) for node, h in conn.execute("SELECT id, hash FROM tree_nodes")
-        }
-        self.checkpoint_roots: dict[int, bytes] = {
-            int(size): bytes(root)
-            for size, root in conn.execute("SELECT size, root FROM checkpoints")
-        }
+        self.nodes = {(level, index): h for level, index, h in log.nodes()}
+        self.stored_checkpoints: list[Checkpoint] = list(log.checkpoints())
+        self.checkpoint_roots = {c.size: c.root for c in self.stored_checkpoints}
         self.roots: dict[int, bytes] = {}
         self.last_recorded = ""
         self.pool = ThreadPoolExecutor(2, thread_name_prefix="verify")
@@ -168,8 +156,7 @@ class _Checker:
     def run(self) -> None:
         expected = 0
         chunk: list[Task] = []
-        for seq, recorded_at, type_, subject, digest, stored_hash, leaf_value in _rows(self.conn):
-            leaf = bytes(leaf_value)
+        for seq, recorded_at, type_, subject, digest, stored_hash, leaf in self.log.rows():
             if seq != expected:
                 self.bad(expected, f"entry {expected} is missing (the next stored entry is {seq})")
                 break
@@ -178,7 +165,7 @@ class _Checker:
             task = self._entry(seq, leaf, (recorded_at, type_, subject, digest))
             if task is None:  # refused already: only its leaf hash is still to check
                 task = (seq, None, "", "", "", "", "", "", b"", b"")
-            chunk.append((*task[:8], leaf, bytes(stored_hash)))
+            chunk.append((*task[:8], leaf, stored_hash))
             if len(chunk) >= CHUNK:
                 self._signatures(chunk)
                 chunk = []
@@ -343,7 +330,7 @@ class _Checker:
         while index >> level & 1:
             node = node_hash(edge.pop(), node)
             level += 1
-            if nodes.get(node_id(level, index >> level)) != node:
+            if nodes.get((level, index >> level)) != node:
                 self.bad(
                     seq,
                     f"entry {seq}: stored tree node ({level}, {index >> level}) is wrong or missing",
@@ -366,9 +353,7 @@ class _Checker:
             for k in log_keys
             if k.keyId in self.publics
         ]
-        rows = self.conn.execute(
-            "SELECT size, note, root FROM checkpoints ORDER BY size"
-        ).fetchall()
+        rows = self.stored_checkpoints
         report.checkpoints = len(rows)
         if not rows:
             self.bad(_NO_POSITION, "the log has no checkpoint")
@@ -376,10 +361,10 @@ class _Checker:
         if not verifiers:
             self.bad(_NO_POSITION, f"the log registers no log key named {origin!r}")
             return
-        for size, note, stored_root in rows:
-            where = min(int(size), max(report.entries - 1, 0))
+        for size, note, stored_root, _ in rows:
+            where = min(size, max(report.entries - 1, 0))
             try:
-                text = open_note(bytes(note), verifiers).text
+                text = open_note(note, verifiers).text
                 body = parse_checkpoint_body(text)
             except (KeyringError, EventError) as exc:
                 self.bad(where, f"checkpoint at size {size}: {exc}")
@@ -399,36 +384,48 @@ class _Checker:
                     where,
                     f"checkpoint at size {size}: its root is not the root of the log's first {size} entries",
                 )
-            elif bytes(stored_root) != body.root:
+            elif stored_root != body.root:
                 self.bad(where, f"checkpoint at size {size}: the stored root is not the signed one")
-        latest = int(rows[-1][0])
+        latest = rows[-1].size
         report.checkpoint_size = latest
         if latest < report.entries:
             self.bad(latest, f"entries from {latest} on are not covered by any checkpoint")
 
 
-def verify_log(db: Path, origin_hint: str | None = None) -> VerifyReport:
-    """Verify the log database at ``db`` without changing it.
+def verify_log(log: LogReader | Path, origin_hint: str | None = None) -> VerifyReport:
+    """Verify the log ``log`` reads, or the log database at a path (opened read-only), without
+    changing it. ``origin_hint`` names the log when the store does not.
 
     Raises:
-        LogError: there is no database there.
+        LogError: there is no database at the path.
     """
-    conn = _connect(db)
+    if not isinstance(log, Path):
+        return _verify(log, origin_hint)
+    if not log.exists():
+        raise LogError(f"no log at {log}")
+    try:
+        opened = SqliteLog.open_readonly(log)
+    except LogError as exc:  # "<path>: the database cannot be read: ..."
+        return VerifyReport(findings=[Finding(0, exc.detail.removeprefix(f"{log}: "))])
+    try:
+        return _verify(opened, origin_hint)
+    finally:
+        opened.close()
+
+
+def _verify(log: LogReader, origin_hint: str | None) -> VerifyReport:
     report = VerifyReport()
     try:
-        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        origin = meta.get("origin") or origin_hint or ""
-        checker = _Checker(conn, report)
+        origin = log.origin or origin_hint or ""
+        checker = _Checker(log, report)
         try:
             with paused_gc():  # its pauses would also stall the signature threads
                 checker.run()
             checker.checkpoints(origin)
         finally:
             checker.pool.shutdown()
-    except sqlite3.DatabaseError as exc:
+    except sqlite3.DatabaseError as exc:  # the SQLite adapter reading a damaged file
         report.findings.append(Finding(0, f"the database cannot be read: {exc}"))
-    finally:
-        conn.close()
     # By position; at one position, in the order found: the entry's own checks (columns, leaf,
     # signature) come before what they break further on (the tree nodes above it).
     report.findings.sort(key=lambda f: f.position)

@@ -24,13 +24,24 @@ def _checkpoint(row: tuple[int, bytes, bytes, str] | None) -> Checkpoint | None:
 
 class SqliteReads:
     """Every read of the log port on one connection. Not safe to share across threads for
-    writes; the tree's right edge is cached and reloaded when the log grew elsewhere."""
+    writes; the tree's right edge is loaded on first use (a verifier that reads a damaged log
+    row by row never needs it), cached, and reloaded when the log grew elsewhere."""
 
     def __init__(self, conn: sqlite3.Connection, origin: str) -> None:
         self._conn = conn
         self._origin = origin
         self._lock = threading.RLock()
-        self._edge = self._load_edge()
+        self._loaded: CompactRange | None = None
+
+    @property
+    def _edge(self) -> CompactRange:
+        if self._loaded is None:
+            self._loaded = self._load_edge()
+        return self._loaded
+
+    @_edge.setter
+    def _edge(self, edge: CompactRange) -> None:
+        self._loaded = edge
 
     @property
     def origin(self) -> str:

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
-import msgspec
-
+from service.app.ingest import ingest
 from service.commands.base import Sub
-from service.errors import UsageError
-from service.ingest.api import SOURCES, commit_plan, plan_import
-from service.ingest.core import Rejected
+from service.ingest.api import SOURCES
 from service.ledger import Ledger
 from service.progress import Progress
 
@@ -52,37 +48,18 @@ def _run(args: argparse.Namespace) -> int:
         Progress(f"ingest {args.source}: entries written") as bar,
     ):
         bar.note(f"reading and checking {', '.join(map(str, args.paths))}…")
-        plan = plan_import(args.source, args.paths, skip_invalid=args.skip_invalid)
-        partial = _write_partial(args.rejected, plan.rejected) if plan.rejected else None
-        try:
-            result = commit_plan(ledger, plan, progress=bar.advance, expect=bar.expect)
-        except BaseException:
-            if partial is not None:
-                partial.unlink(missing_ok=True)
-            raise
-    if partial is not None:
-        os.replace(partial, args.rejected)
+        result, rejected = ingest(
+            ledger,
+            args.source,
+            args.paths,
+            skip_invalid=args.skip_invalid,
+            rejected_file=args.rejected,
+            progress=bar.advance,
+            expect=bar.expect,
+        )
+    if rejected:
         sys.stderr.write(
-            f"benchproof: {len(plan.rejected)} invalid rows skipped; written with reasons to {args.rejected}\n"
+            f"benchproof: {len(rejected)} invalid rows skipped; written with reasons to {args.rejected}\n"
         )
     sys.stdout.write(result.summary() + "\n")
     return 0
-
-
-def _write_partial(path: Path, rejected: list[Rejected]) -> Path:
-    """The rejected rows, written beside ``path`` before anything is appended; moved into place
-    once the import has committed, so either both happen or neither.
-
-    Raises:
-        UsageError: the file cannot be written (nothing has been appended).
-    """
-    partial = path.with_name(path.name + ".partial")
-    try:
-        with partial.open("wb") as fh:
-            for r in rejected:
-                fh.write(msgspec.json.encode(r) + b"\n")
-    except OSError as exc:
-        raise UsageError(
-            f"cannot write the rejected rows to {path}: {exc.strerror}; nothing was appended"
-        ) from None
-    return partial

@@ -11,18 +11,16 @@ The output formats of ``log`` are a public contract that outside verifiers rely 
 from __future__ import annotations
 
 import argparse
-import base64
 import sys
 from collections.abc import Callable
 
 import msgspec
 
-from events.errors import ProofError
+from service.app import log
+from service.app.verify import verify
 from service.commands.base import Sub
-from service.config import DataDir
-from service.errors import NotFound, UsageError
+from service.errors import UsageError
 from service.ledger import Ledger, init_data_dir
-from service.verification import verify_log
 
 _ENC = msgspec.json.Encoder()
 
@@ -86,10 +84,7 @@ def _init(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    data = DataDir(args.data)
-    if not data.exists():
-        raise NotFound(f"no log in {args.data} (run `benchproof init --data {args.data}`)")
-    report = verify_log(data.db)
+    report = verify(args.data)
     if report.ok:
         print(
             f"ok: {report.entries} entries verified; root {report.root}; "
@@ -114,8 +109,7 @@ def _print(text: str) -> int:
 
 def _checkpoint(args: argparse.Namespace) -> int:
     def run(ledger: Ledger) -> int:
-        note = ledger.store.publish_checkpoint(ledger.signers.sign_checkpoint, ledger.clock()).note
-        sys.stdout.buffer.write(note)
+        sys.stdout.buffer.write(log.latest_checkpoint(ledger).note)
         return 0
 
     return _with_ledger(args, run)
@@ -138,43 +132,27 @@ def _entries(args: argparse.Namespace) -> int:
 
     def run(ledger: Ledger) -> int:
         out = sys.stdout.buffer
-        for seq, leaf in ledger.store.leaves(args.start, args.end):
-            out.write(b'{"index":%d,"leaf":"%s"}\n' % (seq, base64.b64encode(leaf)))
+        for item in log.entries(ledger.store, args.start, args.end):
+            out.write(_ENC.encode(item) + b"\n")
         return 0
 
     return _with_ledger(args, run)
 
 
-def _hashes(hashes: list[bytes]) -> list[str]:
-    return [base64.b64encode(h).decode() for h in hashes]
-
-
 def _inclusion(args: argparse.Namespace) -> int:
     def run(ledger: Ledger) -> int:
-        size = args.size
-        if size is None:
-            size = ledger.store.publish_checkpoint(
-                ledger.signers.sign_checkpoint, ledger.clock()
-            ).size
-        try:
-            proof = ledger.store.inclusion_proof(args.index, size)
-        except ProofError as exc:
-            raise UsageError(exc.detail) from None
-        body = {"index": args.index, "treeSize": size, "hashes": _hashes(proof)}
-        sys.stdout.buffer.write(_ENC.encode(body) + b"\n")
-        return 0
+        size = log.latest_checkpoint(ledger).size if args.size is None else args.size
+        return _write(log.inclusion(ledger.store, args.index, size))
 
     return _with_ledger(args, run)
 
 
 def _consistency(args: argparse.Namespace) -> int:
-    def run(ledger: Ledger) -> int:
-        try:
-            proof = ledger.store.consistency_proof(args.old, args.new)
-        except ProofError as exc:
-            raise UsageError(exc.detail) from None
-        body = {"oldSize": args.old, "newSize": args.new, "hashes": _hashes(proof)}
-        sys.stdout.buffer.write(_ENC.encode(body) + b"\n")
-        return 0
+    return _with_ledger(
+        args, lambda ledger: _write(log.consistency(ledger.store, args.old, args.new))
+    )
 
-    return _with_ledger(args, run)
+
+def _write(answer: msgspec.Struct) -> int:
+    sys.stdout.buffer.write(_ENC.encode(answer) + b"\n")
+    return 0

@@ -9,14 +9,12 @@ from typing import Any
 
 import msgspec
 
-from projections import queries
-from projections.errors import AmbiguousRun, UnknownGroup, UnknownRun
+from service.app import groups, runs
 from service.asof import resolve_as_of
 from service.commands.base import Sub
-from service.dossier import build_dossier, short_id
-from service.errors import NotFound, UsageError
+from service.dossier import Dossier, short_id
 from service.ledger import Ledger
-from service.replay import replay
+from service.app.replay import replay
 
 _ENC = msgspec.json.Encoder()
 
@@ -80,64 +78,66 @@ def _write(obj: Any) -> None:
     sys.stdout.buffer.write(_ENC.encode(obj) + b"\n")
 
 
-def _resolve(ledger: Ledger, ref: str, at: int | None) -> str:
-    try:
-        return queries.resolve_run(ledger.store.session, ref, at)
-    except UnknownRun as exc:
-        raise NotFound(exc.detail) from None
-    except AmbiguousRun as exc:
-        candidates = exc.details["candidates"]
-        assert isinstance(candidates, list)  # noqa: S101 - set by resolve_run
-        raise UsageError(exc.detail + ": " + ", ".join(candidates)) from None
+def _write_pretty(obj: Any) -> None:
+    sys.stdout.buffer.write(msgspec.json.format(_ENC.encode(obj), indent=2) + b"\n")
 
 
 def _show(args: argparse.Namespace) -> int:
     def run(ledger: Ledger, at: int | None) -> int:
-        digest = _resolve(ledger, args.run, at)
-        dossier = build_dossier(ledger.store.session, digest, at, size=ledger.store.size)
-        if dossier is None:
-            raise NotFound(f"no run matches {args.run!r} as of {at}")
+        store = ledger.store
+        dossier = runs.show_run(store.session, store, args.run, at, size=store.size)
         if args.json:
-            sys.stdout.buffer.write(msgspec.json.format(_ENC.encode(dossier), indent=2) + b"\n")
-            return 0
-        primary = dossier.primary
-        value = (
-            f"{primary.value} {primary.unit} ({primary.metric} {primary.statistic})"
-            if primary
-            else "none"
-        )
-        rank = f"#{dossier.rank.rank} of {dossier.rank.of}" if dossier.rank else "unranked"
-        lines = [
-            f"Run {dossier.shortId}  {dossier.title or dossier.name}",
-            f"  digest          {dossier.runDigest}",
-            f"  primary         {value}",
-            f"  rank            {rank} in {dossier.comparisonKey or dossier.cohortKey or '(group unresolved)'}",
-            f"  evidence        {dossier.evidenceLevel}: {dossier.evidenceReason}",
-            f"  status          {dossier.status}"
-            + (f" ({dossier.sourceStatus})" if dossier.sourceStatus else ""),
-            f"  source          {dossier.source} {dossier.externalId or ''}".rstrip(),
-            f"  observed        {dossier.observedAt}; recorded {dossier.recordedAt} (entry {dossier.ingestPosition})",
-            f"  hardware        {dossier.hardware or 'unknown'}",
-            f"  aliases         {', '.join(dossier.aliases) or '-'}",
-            f"  unresolved      {', '.join(dossier.unresolved) or '-'}",
-            f"  as of size      {dossier.asOf}",
-        ]
-        print("\n".join(lines))
+            _write_pretty(dossier)
+        else:
+            print(_dossier_text(dossier))
         return 0
 
     return _ledger(args, run)
 
 
+def _dossier_text(dossier: Dossier) -> str:
+    primary = dossier.primary
+    value = (
+        f"{primary.value} {primary.unit} ({primary.metric} {primary.statistic})"
+        if primary
+        else "none"
+    )
+    rank = f"#{dossier.rank.rank} of {dossier.rank.of}" if dossier.rank else "unranked"
+    lines = [
+        f"Run {dossier.shortId}  {dossier.title or dossier.name}",
+        f"  digest          {dossier.runDigest}",
+        f"  primary         {value}",
+        f"  rank            {rank} in {dossier.comparisonKey or dossier.cohortKey or '(group unresolved)'}",
+        f"  evidence        {dossier.evidenceLevel}: {dossier.evidenceReason}",
+        f"  status          {dossier.status}"
+        + (f" ({dossier.sourceStatus})" if dossier.sourceStatus else ""),
+        f"  source          {dossier.source} {dossier.externalId or ''}".rstrip(),
+        f"  observed        {dossier.observedAt}; recorded {dossier.recordedAt} (entry {dossier.ingestPosition})",
+        f"  hardware        {dossier.hardware or 'unknown'}",
+        f"  aliases         {', '.join(dossier.aliases) or '-'}",
+        f"  unresolved      {', '.join(dossier.unresolved) or '-'}",
+        f"  as of size      {dossier.asOf}",
+    ]
+    return "\n".join(lines)
+
+
 def _list(args: argparse.Namespace) -> int:
     def run(ledger: Ledger, at: int | None) -> int:
-        conn = ledger.store.session
-        ranks = queries.all_ranks(conn, at)
-        aliases = queries.all_aliases(conn, at)
         out = sys.stdout.buffer
-        for view in queries.list_runs(
-            conn, at, group_key=args.group, source=args.source, evidence=args.evidence
-        ):
-            rank = ranks.get(view.runDigest)
+        listed = runs.list_runs(
+            ledger.store.session,
+            at,
+            group_key=args.group,
+            source=args.source,
+            evidence=args.evidence,
+        )
+        for view, rank, aliases in listed:
+            if not args.json:
+                out.write(
+                    f"{short_id(view.runDigest)}  {view.evidenceLevel:<12} {view.primaryValue!s:>14} {view.primaryUnit or '':<6}"
+                    f" {view.source:<18} {view.name}\n".encode()
+                )
+                continue
             row = {
                 "runDigest": view.runDigest,
                 "shortId": short_id(view.runDigest),
@@ -150,19 +150,13 @@ def _list(args: argparse.Namespace) -> int:
                 "status": view.status,
                 "source": view.source,
                 "externalId": view.externalId,
-                "aliases": aliases.get(view.runDigest, []),
+                "aliases": aliases,
                 "primaryValue": view.primaryValue,
                 "primaryUnit": view.primaryUnit,
                 "hardware": view.hardware,
                 "observedAt": view.observedAt,
             }
-            if args.json:
-                out.write(_ENC.encode(row) + b"\n")
-            else:
-                out.write(
-                    f"{row['shortId']}  {view.evidenceLevel:<12} {view.primaryValue!s:>14} {view.primaryUnit or '':<6}"
-                    f" {view.source:<18} {view.name}\n".encode()
-                )
+            out.write(_ENC.encode(row) + b"\n")
         return 0
 
     return _ledger(args, run)
@@ -170,12 +164,7 @@ def _list(args: argparse.Namespace) -> int:
 
 def _group(args: argparse.Namespace) -> int:
     def run(ledger: Ledger, at: int | None) -> int:
-        conn = ledger.store.session
-        try:
-            summary = queries.group(conn, args.key, at)
-        except UnknownGroup as exc:
-            raise NotFound(exc.detail) from None
-        members = queries.ranked_members(conn, args.key, at)
+        summary, members = groups.standing(ledger.store.session, args.key, at)
         if args.json:
             body = {
                 **msgspec.to_builtins(summary),
@@ -192,7 +181,7 @@ def _group(args: argparse.Namespace) -> int:
                     for r, v in members
                 ],
             }
-            sys.stdout.buffer.write(msgspec.json.format(_ENC.encode(body), indent=2) + b"\n")
+            _write_pretty(body)
             return 0
         print(
             f"group {summary.comparisonKey} ({summary.metricKey}, {summary.direction} is better), {summary.members} runs"
@@ -208,7 +197,7 @@ def _group(args: argparse.Namespace) -> int:
 
 def _history(args: argparse.Namespace) -> int:
     def run(ledger: Ledger, at: int | None) -> int:
-        for change in queries.leader_history(ledger.store.session, args.key, at):
+        for change in groups.leader_history(ledger.store.session, args.key, at):
             if args.json:
                 _write(change)
             else:

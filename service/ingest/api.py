@@ -1,4 +1,6 @@
-"""The importer API the CLI and the HTTP layer call: one function, any source."""
+"""The importers of every source behind one API: read and check (``plan_import``), then commit
+(``commit_plan``), or both at once (``run_import``, for Python callers). The use cases the CLI
+and the HTTP API call (``service.app.ingest``) are built on them."""
 
 from __future__ import annotations
 

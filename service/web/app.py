@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from litestar import Litestar, Request, Response
+from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.exceptions import HTTPException
 from litestar.openapi import OpenAPIConfig
@@ -22,6 +23,7 @@ from service.web import problems
 from service.web.api import API_HANDLERS
 from service.web.auth import TokenStore
 from service.web.middleware import RequestLog, head_as_get
+from service.web.pages import PAGE_HANDLERS, error_page
 from service.web.reads import Reader
 
 __all__ = ["create_app"]
@@ -37,8 +39,6 @@ def _http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Response
     problem+json under the API, an HTML error page elsewhere (where people browse)."""
     if request.url.path.startswith(_API_PATHS):
         return problems.http_problem(exc).to_response(request)
-    from service.web.pages import error_page
-
     return error_page(request, exc)
 
 
@@ -53,13 +53,12 @@ class BenchproofApp(Litestar):
 def create_app(
     settings: Settings, *, ledger: Ledger | None = None, clock: Clock | None = None
 ) -> Litestar:
-    """The litestar app over the data directory of ``settings`` (initialised beforehand)."""
+    """The litestar app over the data directory of ``settings`` (initialised beforehand). The
+    operator's routes check tokens against ``state.tokens`` (``service.web.guards``)."""
     configure_logging()
     own = ledger is None
     ledger = ledger if ledger is not None else Ledger.open(settings.data, clock=clock or utcnow)
-    reader = Reader(ledger.data.db, ledger.store)
-    tokens = TokenStore(DataDir(settings.data).tokens)
-    from service.web.pages import PAGE_HANDLERS  # the pages import the API's shapes
+    reader = Reader(ledger.data.db)
 
     def on_shutdown() -> None:
         if own:
@@ -68,7 +67,6 @@ def create_app(
     deps: dict[str, Any] = {
         "reader": Provide(lambda: reader, use_cache=True, sync_to_thread=False),
         "ledger": Provide(lambda: ledger, use_cache=True, sync_to_thread=False),
-        "tokens": Provide(lambda: tokens, use_cache=True, sync_to_thread=False),
         "settings": Provide(lambda: settings, use_cache=True, sync_to_thread=False),
     }
     return BenchproofApp(
@@ -78,6 +76,7 @@ def create_app(
             create_static_files_router("/static", [HERE / "static"]),
         ],
         dependencies=deps,
+        state=State({"tokens": TokenStore(DataDir(settings.data).tokens)}),
         plugins=[problems.plugin()],
         exception_handlers={HTTPException: _http_error},
         middleware=[RequestLog],
@@ -103,7 +102,6 @@ def create_app(
         signature_namespace={
             "Reader": Reader,
             "Ledger": Ledger,
-            "TokenStore": TokenStore,
             "Settings": Settings,
         },
     )

@@ -5,11 +5,9 @@ from __future__ import annotations
 from litestar.di import NamedDependency
 
 from service.ledger import Ledger
-from service.web.auth import TokenStore
 from service.web.reads import Reader
 
-__all__ = ["LedgerDep", "ReaderDep", "TokensDep"]
+__all__ = ["LedgerDep", "ReaderDep"]
 
 ReaderDep = NamedDependency[Reader]
 LedgerDep = NamedDependency[Ledger]
-TokensDep = NamedDependency[TokenStore]

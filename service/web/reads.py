@@ -1,9 +1,9 @@
-"""Reads for the HTTP layer: one SQLite connection per thread on the data directory, and a
-small cache of encoded responses keyed by the log size (any append changes the key)."""
+"""Reads for the HTTP layer: one read-only handle on the log per thread (its session reads the
+projections), and a small cache of encoded responses keyed by the log size (any append changes
+the key)."""
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 import threading
 import time
@@ -13,23 +13,19 @@ from pathlib import Path
 
 from events.stores.sqlite import SqliteLog
 from projections import queries
+from service.web.caching import etag_of
 
-__all__ = ["FRESH", "Reader", "etag_of"]
+__all__ = ["FRESH", "Reader"]
 
 FRESH = 0.02
 
 
-def etag_of(body: bytes) -> str:
-    """A strong ETag: the first 128 bits of the body's SHA-256."""
-    return '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
-
-
 class Reader:
-    """Read access to the projections and the log for request handlers."""
+    """Read access to the projections and the log for request handlers (the ledger's writer is
+    for writes: appends and signing a checkpoint)."""
 
-    def __init__(self, db: Path, store: SqliteLog, *, cache_size: int = 8192) -> None:
+    def __init__(self, db: Path, *, cache_size: int = 8192) -> None:
         self.db = db
-        self.store = store
         self._local = threading.local()
         self._cache: OrderedDict[tuple[object, ...], tuple[bytes, str]] = OrderedDict()
         self._cache_size = cache_size
@@ -58,10 +54,7 @@ class Reader:
         answer says which size it is), and a busy server skips a query per request."""
         now = time.monotonic()
         if now - self._size_at > FRESH:
-            row = self.conn.execute(
-                "SELECT position FROM p_state WHERE projection = 'all'"
-            ).fetchone()
-            self._size = 0 if row is None else int(row[0])
+            self._size = queries.current_size(self.conn)
             self._size_at = now
         return self._size
 

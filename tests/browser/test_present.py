@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from service.web.charts import bar_chart
-from service.web.present import Urls, native_highlights, native_rows, quantity, safe_url
+from service.web.present import Urls, quantity, safe_url
+from service.web.sections import native_highlights, native_rows
 
 
 @pytest.mark.parametrize(

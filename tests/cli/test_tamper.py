@@ -135,6 +135,17 @@ def test_tampering_a_stored_tree_node_is_caught(bp: Runner, pristine: Path, tmp_
     assert "tree node (1, 0)" in out.stderr
 
 
+def test_a_deleted_tree_node_is_named_at_the_entry_that_completes_it(
+    bp: Runner, pristine: Path, tmp_path: Path
+) -> None:
+    data, conn = _copy(pristine, tmp_path)
+    conn.execute("DELETE FROM tree_nodes WHERE id = ?", (1 << 40,))
+    conn.close()
+    out = bp("verify", "--data", data)
+    assert out.returncode == 1
+    assert "entry 1: stored tree node (1, 0) is wrong or missing" in out.stderr
+
+
 def test_a_changed_leaf_is_named_for_itself(bp: Runner, pristine: Path, tmp_path: Path) -> None:
     data, conn = _copy(pristine, tmp_path)
     flip_a_byte(conn, 3)

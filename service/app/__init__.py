@@ -1,0 +1,21 @@
+"""The application layer: one function per use case (DESIGN.md §2).
+
+The edges call it and only translate: the CLI (``service.commands``) turns arguments into calls
+and answers into text or JSON lines, the HTTP API and pages (``service.web``) turn requests into
+calls and answers into responses. A use case takes plain values (the ledger, a log reader and the
+projections' session, references, tree sizes) and returns msgspec structs, or raises the errors
+of ``service.errors``, ``projections.errors`` or ``events.errors``, which each edge maps (exit
+codes, problem details). Nothing here knows argparse or litestar.
+
+- ``ingest``: import a source's files, or one uploaded file, into the signed log;
+- ``runs``: a run by any reference and its dossier, pages and listings of runs, comparisons;
+- ``groups``: a comparison group with its ranked runs, and leader history;
+- ``log``: the signed checkpoint answering ``asOf``, entries, inclusion and consistency proofs;
+- ``verify``: verify a whole log, read-only;
+- ``replay``: rebuild every projection from the log and compare.
+
+Coming, each in its own module here: ``attest`` (post and withdraw attestations), ``report``
+(file and resolve reports), ``rerun`` (request, claim and complete reruns), ``cite`` (notarize a
+citation), ``verify_citation`` (check a citation offline) and ``audit`` (check a remote log
+through ``events.port``, mirroring its leaves).
+"""

@@ -1,0 +1,83 @@
+"""Comparison groups (and serving cohorts): a group with its ranked runs, and leader history.
+Every read answers as of a tree size (``as_of``; None for now, the size read as ``size``)."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import NamedTuple
+
+import msgspec
+
+from projections import queries
+from projections.views import LeaderChange, RunView
+from service.app.runs import RunSummary, summary
+
+__all__ = [
+    "GroupPage",
+    "Ranked",
+    "Standing",
+    "group_history",
+    "group_page",
+    "leader_history",
+    "standing",
+]
+
+
+class Ranked(msgspec.Struct, frozen=True):
+    """A run of a group with its dense rank (ties share one)."""
+
+    rank: int
+    run: RunSummary
+
+
+class GroupPage(msgspec.Struct, frozen=True):
+    """A group and its ranked runs, best first."""
+
+    group: queries.GroupSummary
+    runs: list[Ranked]
+    asOf: int
+
+
+class Standing(NamedTuple):
+    """A group and its eligible runs, best first, with their dense ranks."""
+
+    group: queries.GroupSummary
+    members: list[tuple[int, RunView]]
+
+
+def standing(conn: sqlite3.Connection, key: str, as_of: int | None) -> Standing:
+    """The group ``key`` and its ranked members.
+
+    Raises:
+        UnknownGroup: no group has this key (at ``as_of``).
+    """
+    return Standing(queries.group(conn, key, as_of), queries.ranked_members(conn, key, as_of))
+
+
+def group_page(conn: sqlite3.Connection, key: str, as_of: int | None, *, size: int) -> GroupPage:
+    """The group ``key`` and its ranked runs as lists show them.
+
+    Raises:
+        UnknownGroup: no group has this key (at ``as_of``).
+    """
+    group, members = standing(conn, key, as_of)
+    ranked = [Ranked(rank, summary(view)) for rank, view in members]
+    return GroupPage(group, ranked, size if as_of is None else as_of)
+
+
+def group_history(conn: sqlite3.Connection, key: str, as_of: int | None) -> list[LeaderChange]:
+    """The leader changes of the group ``key`` (ranking-v1), oldest first.
+
+    Raises:
+        UnknownGroup: no group has this key (at ``as_of``).
+    """
+    queries.group(conn, key, as_of)
+    return leader_history(conn, key, as_of)
+
+
+def leader_history(
+    conn: sqlite3.Connection, key: str | None, as_of: int | None
+) -> list[LeaderChange]:
+    """The leader changes of the group ``key`` (none if it has no history), or with no key of
+    every kernel comparison group, by group and time."""
+    return list(queries.leader_history(conn, key, as_of))

@@ -1,0 +1,139 @@
+"""Reads of the log in its public formats (README: the outputs outside verifiers rely on): the
+signed checkpoint answering ``asOf``, entries as base64 of their exact leaf bytes, and RFC 6962
+inclusion and consistency proofs. Reads go through a ``LogReader``; only signing a checkpoint
+for a log that has outgrown its latest needs the ledger (its store and the log key)."""
+
+from __future__ import annotations
+
+from base64 import b64encode
+from collections.abc import Iterator
+
+import msgspec
+
+from events.errors import ProofError
+from events.port import Checkpoint, EntryHeader, LogReader
+from service.errors import UsageError
+from service.ledger import Ledger
+
+__all__ = [
+    "PAGE_LIMIT",
+    "ConsistencyProof",
+    "Entries",
+    "LeafItem",
+    "Proof",
+    "checkpoint",
+    "consistency",
+    "entries",
+    "entries_page",
+    "inclusion",
+    "latest_checkpoint",
+    "recent_entries",
+]
+
+PAGE_LIMIT = 1000
+"""The most entries one page of ``entries_page`` holds."""
+
+
+class Proof(msgspec.Struct, frozen=True):
+    """RFC 6962 inclusion proof of entry ``index`` in the tree of ``treeSize`` (base64 hashes)."""
+
+    index: int
+    treeSize: int
+    hashes: list[str]
+
+
+class ConsistencyProof(msgspec.Struct, frozen=True):
+    """RFC 6962 consistency proof from ``oldSize`` to ``newSize`` entries (base64 hashes)."""
+
+    oldSize: int
+    newSize: int
+    hashes: list[str]
+
+
+class LeafItem(msgspec.Struct, frozen=True):
+    """One entry: its index and base64 of its exact leaf bytes."""
+
+    index: int
+    leaf: str
+
+
+class Entries(msgspec.Struct, frozen=True):
+    """A page of entries, read against the tree of ``treeSize`` entries."""
+
+    entries: list[LeafItem]
+    treeSize: int
+
+
+def latest_checkpoint(ledger: Ledger) -> Checkpoint:
+    """The latest signed checkpoint, covering every committed entry: signed on the spot if the
+    log has outgrown the latest one (another process appended, or none was signed yet)."""
+    store = ledger.store
+    latest = store.latest_checkpoint()
+    if latest is None or latest.size != store.refresh():
+        latest = store.publish_checkpoint(ledger.signers.sign_checkpoint, ledger.clock())
+    return latest
+
+
+def checkpoint(
+    ledger: Ledger, as_of: int | None, *, log: LogReader | None = None
+) -> Checkpoint | None:
+    """The signed checkpoint that answers ``as_of``: now, the latest (``latest_checkpoint``); for
+    a past size, the latest signed at or below it, read from ``log`` (default: the ledger's
+    store), or None if there is none."""
+    if as_of is None:
+        return latest_checkpoint(ledger)
+    return (ledger.store if log is None else log).checkpoint_at_or_below(as_of)
+
+
+def entries(
+    log: LogReader, start: int = 0, end: int | None = None, *, limit: int | None = None
+) -> Iterator[LeafItem]:
+    """Entries ``start <= index < end`` (default: to the end), at most ``limit``."""
+    if limit is not None:
+        end = start + limit if end is None else min(end, start + limit)
+    for seq, leaf in log.leaves(start, end):
+        yield LeafItem(seq, b64encode(leaf).decode())
+
+
+def entries_page(log: LogReader, start: int, end: int | None, *, size: int) -> Entries:
+    """Entries ``start <= index < end`` of the tree of ``size`` entries (``end`` defaults to
+    ``size``), at most ``PAGE_LIMIT``."""
+    stop = size if end is None else min(end, size)
+    return Entries(list(entries(log, start, stop, limit=PAGE_LIMIT)), size)
+
+
+def recent_entries(log: LogReader, size: int, count: int = 20) -> list[EntryHeader]:
+    """The headers of the last ``count`` entries of the tree of ``size`` entries, newest first."""
+    return list(reversed(list(log.headers(max(0, size - count), size))))
+
+
+def _base64(hashes: list[bytes]) -> list[str]:
+    return [b64encode(h).decode() for h in hashes]
+
+
+def inclusion(log: LogReader, index: int, size: int) -> Proof:
+    """The inclusion proof of entry ``index`` in the tree of ``size`` entries.
+
+    Raises:
+        UsageError: no such proof (``index`` not below ``size``...).
+        LogError: the log has fewer than ``size`` entries.
+    """
+    try:
+        hashes = log.inclusion_proof(index, size)
+    except ProofError as exc:
+        raise UsageError(exc.detail) from None
+    return Proof(index, size, _base64(hashes))
+
+
+def consistency(log: LogReader, old: int, new: int) -> ConsistencyProof:
+    """The consistency proof from ``old`` to ``new`` entries.
+
+    Raises:
+        UsageError: no such proof (``old`` zero or beyond ``new``...).
+        LogError: the log has fewer than ``new`` entries.
+    """
+    try:
+        hashes = log.consistency_proof(old, new)
+    except ProofError as exc:
+        raise UsageError(exc.detail) from None
+    return ConsistencyProof(old, new, _base64(hashes))

@@ -1,0 +1,218 @@
+"""Runs: one run by any reference (its dossier), pages and listings of runs, comparisons.
+
+A reference is a short id, a ``sha256:`` digest, ``kernelindex:<uuid>`` or an alias
+``<source>:<externalId>``; one that names no run raises ``UnknownRun``, one that names several
+``AmbiguousRun`` (its ``details["candidates"]`` lists them). Every read answers as of a tree size
+(``as_of``; None for now, the size the caller read as ``size``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
+
+import msgspec
+
+from events.port import LogReader
+from projections import queries
+from projections.errors import AmbiguousRun, UnknownRun
+from projections.views import RunView
+from service.dossier import Dossier, build_dossier, short_id
+from service.errors import UsageError
+
+__all__ = [
+    "Comparison",
+    "ListedRun",
+    "RunPage",
+    "RunSummary",
+    "candidates",
+    "compare",
+    "list_runs",
+    "run_page",
+    "show_run",
+    "summary",
+]
+
+
+class RunSummary(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A run as lists show it."""
+
+    runDigest: str
+    shortId: str
+    kind: str
+    name: str
+    status: str
+    source: str
+    evidenceLevel: str
+    observedAt: str
+    title: str | None = None
+    comparisonKey: str | None = None
+    cohortKey: str | None = None
+    primaryValue: float | None = None
+    primaryUnit: str | None = None
+    metricKey: str | None = None
+    hardware: str | None = None
+    externalId: str | None = None
+
+
+class RunPage(msgspec.Struct, frozen=True):
+    """A page of runs ordered by digest; ``next`` is the cursor of the next page, if any."""
+
+    items: list[RunSummary]
+    asOf: int
+    next: str | None = None
+
+
+class Comparison(msgspec.Struct, frozen=True, omit_defaults=True):
+    """Runs side by side: the parts of the comparison key of each, and the first that differs."""
+
+    runs: list[RunSummary]
+    comparable: bool
+    fields: dict[str, list[str | None]]
+    asOf: int
+    firstMismatch: str | None = None
+
+
+class ListedRun(NamedTuple):
+    """A run of a full listing, with its rank (rank, distinct values) and aliases."""
+
+    view: RunView
+    rank: tuple[int, int] | None
+    aliases: list[str]
+
+
+def summary(view: RunView) -> RunSummary:
+    """The list shape of a run view."""
+    return RunSummary(
+        runDigest=view.runDigest,
+        shortId=short_id(view.runDigest),
+        kind=view.kind,
+        name=view.name,
+        status=view.status,
+        source=view.source,
+        evidenceLevel=view.evidenceLevel,
+        observedAt=view.observedAt,
+        title=view.title,
+        comparisonKey=view.comparisonKey,
+        cohortKey=view.cohortKey,
+        primaryValue=view.primaryValue,
+        primaryUnit=view.primaryUnit,
+        metricKey=view.metricKey,
+        hardware=view.hardware,
+        externalId=view.externalId,
+    )
+
+
+def candidates(exc: Exception) -> list[str]:
+    """The digests of the runs an ambiguous reference names (``AmbiguousRun``; none for any
+    other error)."""
+    found = exc.details.get("candidates") if isinstance(exc, AmbiguousRun) else None
+    return [str(c) for c in found] if isinstance(found, list) else []
+
+
+def show_run(
+    conn: sqlite3.Connection,
+    log: LogReader,
+    ref: str,
+    as_of: int | None,
+    *,
+    size: int,
+    standings: queries.StandingsCache | None = None,
+) -> Dossier:
+    """The dossier of the run ``ref`` names (``standings`` keeps group standings between calls).
+
+    Raises:
+        UnknownRun: nothing matches (malformed references included).
+        AmbiguousRun: the reference names several runs.
+    """
+    digest = queries.resolve_run(conn, ref, as_of)
+    dossier = build_dossier(conn, log, digest, as_of, size=size, standings=standings)
+    if dossier is None:
+        raise UnknownRun(f"no run matches {ref!r}", reference=ref)
+    return dossier
+
+
+def run_page(
+    conn: sqlite3.Connection,
+    as_of: int | None,
+    *,
+    size: int,
+    group_key: str | None = None,
+    source: str | None = None,
+    evidence: str | None = None,
+    hardware: str | None = None,
+    after: str | None = None,
+    limit: int = 100,
+) -> RunPage:
+    """At most ``limit`` runs ordered by digest, after the keyset cursor ``after``."""
+    views = list(
+        queries.list_runs(
+            conn,
+            as_of,
+            group_key=group_key,
+            source=source,
+            evidence=evidence,
+            hardware=hardware,
+            after=after,
+            limit=limit + 1,
+        )
+    )
+    items = [summary(v) for v in views[:limit]]
+    more = len(views) > limit
+    return RunPage(items, size if as_of is None else as_of, items[-1].runDigest if more else None)
+
+
+def list_runs(
+    conn: sqlite3.Connection,
+    as_of: int | None,
+    *,
+    group_key: str | None = None,
+    source: str | None = None,
+    evidence: str | None = None,
+) -> Iterator[ListedRun]:
+    """Every run (of a group, a source, an evidence level), ordered by digest, with its rank
+    and aliases (each read in one scan, not per run)."""
+    ranks = queries.all_ranks(conn, as_of)
+    aliases = queries.all_aliases(conn, as_of)
+    for view in queries.list_runs(
+        conn, as_of, group_key=group_key, source=source, evidence=evidence
+    ):
+        yield ListedRun(view, ranks.get(view.runDigest), aliases.get(view.runDigest, []))
+
+
+_COMPARED = (
+    "kind",
+    "operationDigest",
+    "workloadDigest",
+    "protocolKey",
+    "environmentKey",
+    "correctnessKey",
+    "metricKey",
+)
+
+
+def compare(
+    conn: sqlite3.Connection, refs: Sequence[str], as_of: int | None, *, size: int
+) -> Comparison:
+    """Compare the runs ``refs`` name (2 to 8; blank ones are ignored) field by field.
+
+    The first material mismatch is the first part of the comparison key that differs (or is
+    missing); runs with none are comparable (one comparison group).
+
+    Raises:
+        UsageError: fewer than 2 or more than 8 references.
+        UnknownRun, AmbiguousRun: a reference names no run, or several.
+    """
+    wanted = [r.strip() for r in refs if r.strip()]
+    if not 2 <= len(wanted) <= 8:
+        raise UsageError(f"compare takes 2 to 8 runs, not {len(wanted)}")
+    views = []
+    for ref in wanted:
+        view = queries.run_view(conn, queries.resolve_run(conn, ref, as_of), as_of)
+        assert view is not None  # noqa: S101 - resolved just above
+        views.append(view)
+    fields = {f: [getattr(v, f) for v in views] for f in _COMPARED}
+    mismatch = next((f for f in _COMPARED if len(set(fields[f])) > 1 or None in fields[f]), None)
+    at = size if as_of is None else as_of
+    return Comparison([summary(v) for v in views], mismatch is None, fields, at, mismatch)

@@ -1,0 +1,24 @@
+"""Verify: check a whole log from its bytes, read-only (``service.verification``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from service.config import DataDir
+from service.errors import NotFound
+from service.verification import VerifyReport, verify_log
+
+__all__ = ["verify"]
+
+
+def verify(root: Path) -> VerifyReport:
+    """Verify the log of the data directory ``root``: every signature against the key valid at
+    its position, the tree, every checkpoint.
+
+    Raises:
+        NotFound: ``root`` holds no log.
+    """
+    data = DataDir(root)
+    if not data.exists():
+        raise NotFound(f"no log in {root} (run `benchproof init --data {root}`)")
+    return verify_log(data.db)

@@ -1,0 +1,116 @@
+"""``/v1/log``: the log in its public formats (README), for outside verifiers: the signed
+checkpoint, the log's verifier key, entries as base64 of their exact leaf bytes, inclusion and
+consistency proofs. Reads go through this thread's read-only handle on the log; only signing a
+checkpoint for a log that has outgrown its latest takes the ledger's writer."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+from litestar import Request, Response, get
+from litestar.params import QueryParameter
+
+from service.app import log
+from service.errors import NotFound
+from service.web.caching import etag_of, respond, settled
+from service.web.deps import LedgerDep, ReaderDep
+from service.web.params import BAD_REQUEST, AsOf, answer, as_of, problem
+
+__all__ = ["HANDLERS"]
+
+_ENC = msgspec.json.Encoder()
+TEXT = "text/plain"
+
+
+@get(
+    "/v1/log/checkpoint",
+    tags=["log"],
+    media_type=TEXT,
+    responses={**BAD_REQUEST, 404: problem("No checkpoint at or below asOf")},
+)
+async def log_checkpoint(
+    request: Request[Any, Any, Any], reader: ReaderDep, ledger: LedgerDep, as_of_text: AsOf = None
+) -> Response[bytes]:
+    """The latest signed checkpoint note (C2SP tlog-checkpoint), covering every committed entry;
+    with ``asOf``, the latest one signed for a tree size at or below it (404 if none)."""
+    at = as_of(reader, as_of_text)
+    found = log.checkpoint(ledger, at, log=reader.log)
+    if found is None:
+        raise NotFound(f"no checkpoint was signed for a tree size at or below {at}")
+    pinned = settled(reader, as_of_text, at)
+    return respond(request, found.note, etag_of(found.note), pinned=pinned, media_type=TEXT)
+
+
+@get("/v1/log/key", tags=["log"], media_type=TEXT)
+async def log_key(request: Request[Any, Any, Any], ledger: LedgerDep) -> Response[bytes]:
+    """The log's verifier key: C2SP vkey ``<origin>+<keyhash>+<base64>`` (fixed for the life of
+    the log)."""
+    body = ledger.signers.vkey.encode() + b"\n"
+    return respond(request, body, etag_of(body), pinned=True, media_type=TEXT)
+
+
+@get(
+    "/v1/log/entries",
+    tags=["log"],
+    responses={**answer(log.Entries, "The entries, base64 of their leaf bytes"), **BAD_REQUEST},
+)
+async def log_entries(
+    request: Request[Any, Any, Any],
+    reader: ReaderDep,
+    start: Annotated[int, QueryParameter(ge=0)] = 0,
+    end: Annotated[int | None, QueryParameter(ge=0)] = None,
+    as_of_text: AsOf = None,
+) -> Response[bytes]:
+    """Entries ``start <= index < end`` (at most 1000) of the log as of ``asOf`` (default: now):
+    base64 of the exact leaf bytes. ``treeSize`` is the size they were read against."""
+    at = as_of(reader, as_of_text)
+    size = reader.size() if at is None else at
+    body = _ENC.encode(log.entries_page(reader.log, start, end, size=size))
+    # Leaves never change: a page whose size is fixed is fixed.
+    return respond(request, body, etag_of(body), pinned=settled(reader, as_of_text, at))
+
+
+@get(
+    "/v1/log/proof/inclusion",
+    tags=["log"],
+    responses={**answer(log.Proof, "The inclusion proof"), **BAD_REQUEST},
+)
+async def proof_inclusion(
+    request: Request[Any, Any, Any],
+    reader: ReaderDep,
+    index: Annotated[int, QueryParameter(ge=0)],
+    size: Annotated[int | None, QueryParameter(ge=1)] = None,
+    as_of_text: AsOf = None,
+) -> Response[bytes]:
+    """RFC 6962 inclusion proof of entry ``index`` in the tree of ``size`` (default: the size
+    ``asOf`` names, or the whole log)."""
+    at = as_of(reader, as_of_text)
+    tree = size if size is not None else at if at is not None else reader.log.refresh()
+    body = _ENC.encode(log.inclusion(reader.log, index, tree))
+    pinned = size is not None or settled(reader, as_of_text, at)
+    return respond(request, body, etag_of(body), pinned=pinned)
+
+
+@get(
+    "/v1/log/proof/consistency",
+    tags=["log"],
+    responses={**answer(log.ConsistencyProof, "The consistency proof"), **BAD_REQUEST},
+)
+async def proof_consistency(
+    request: Request[Any, Any, Any],
+    reader: ReaderDep,
+    old: Annotated[int, QueryParameter(ge=1)],
+    new: Annotated[int | None, QueryParameter(ge=1)] = None,
+    as_of_text: AsOf = None,
+) -> Response[bytes]:
+    """RFC 6962 consistency proof from ``old`` to ``new`` entries (default: the size ``asOf``
+    names, or the whole log)."""
+    at = as_of(reader, as_of_text)
+    tree = new if new is not None else at if at is not None else reader.log.refresh()
+    body = _ENC.encode(log.consistency(reader.log, old, tree))
+    pinned = new is not None or settled(reader, as_of_text, at)
+    return respond(request, body, etag_of(body), pinned=pinned)
+
+
+HANDLERS = [log_checkpoint, log_key, log_entries, proof_inclusion, proof_consistency]

@@ -1,0 +1,82 @@
+"""The operator's routes: ``/healthz`` and ``POST /v1/ingest/{source}``, which only a request
+with a valid operator token reaches (the ``operator_only`` guard)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import msgspec
+from litestar import Request, get, post
+from litestar.params import FromPath, QueryParameter, RawBody
+
+from service.app.ingest import ingest_upload
+from service.ingest.core import IngestResult
+from service.web.deps import LedgerDep, ReaderDep
+from service.web.guards import operator_only
+from service.web.params import MAX_BODY_TEXT, problem
+
+__all__ = ["HANDLERS"]
+
+
+class Health(msgspec.Struct, frozen=True):
+    """The service is up; how many entries its log holds, and its name."""
+
+    status: str
+    treeSize: int
+    origin: str
+
+
+@get("/healthz", tags=["service"])
+async def healthz(reader: ReaderDep) -> Health:
+    """Liveness and the log size."""
+    return Health("ok", reader.size(), reader.log.origin)
+
+
+# The upload's media type picks the file name the importer reads it under (its format).
+_SUFFIX = {
+    "json": ".json",
+    "yaml": ".yaml",
+    "x-yaml": ".yaml",
+    "csv": ".csv",
+    "zstd": ".jsonl.zst",
+    "x-ndjson": ".jsonl",
+    "jsonl": ".jsonl",
+}
+
+
+@post(
+    "/v1/ingest/{source:str}",
+    tags=["operator"],
+    guards=[operator_only],
+    sync_to_thread=True,
+    status_code=200,
+    security=[{"operatorToken": []}],
+    responses={
+        400: problem("Unknown source"),
+        401: problem("No valid operator token (Authorization: Bearer <token>)"),
+        413: problem(f"The body is over the size limit ({MAX_BODY_TEXT})"),
+        422: problem("Invalid input, refused whole: nothing was appended"),
+    },
+)
+def ingest(
+    request: Request[Any, Any, Any],
+    ledger: LedgerDep,
+    reader: ReaderDep,
+    source: FromPath[str],
+    body: RawBody,
+    filename: Annotated[
+        str | None, QueryParameter(description="the uploaded file's name (picks its format)")
+    ] = None,
+) -> IngestResult:
+    """Import one file of ``source`` into the log (operator token required: ``Authorization:
+    Bearer <token>``); the body is the file, at most 64 MiB unless the server sets another
+    limit (413 above it). Invalid input is refused whole (422, nothing appended)."""
+    media = request.headers.get("content-type", "application/json").split(";")[0].split("/")[-1]
+    name = Path(filename).name if filename else "upload" + _SUFFIX.get(media, ".json")
+    result = ingest_upload(ledger, source, body, name)
+    reader.invalidate()
+    return result
+
+
+HANDLERS = [healthz, ingest]

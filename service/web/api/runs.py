@@ -1,0 +1,135 @@
+"""``/v1/runs`` and ``/v1/compare``: a run's dossier (and its manifest and history), pages of
+runs, runs compared field by field."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+from litestar import Request, Response, get
+from litestar.params import FromPath, FromQuery, QueryParameter
+
+from service.app import runs
+from service.dossier import Dossier
+from service.web.caching import etag_of, respond, settled
+from service.web.deps import ReaderDep
+from service.web.params import BAD_REQUEST, RUN_ERRORS, AsOf, answer, as_of
+from service.web.reads import Reader
+
+__all__ = ["HANDLERS"]
+
+_ENC = msgspec.json.Encoder()
+_PARTS = (("/manifest", "manifest"), ("/history", "history"))
+
+
+@get(
+    "/v1/runs/{ref:path}",
+    tags=["runs"],
+    responses={
+        **answer(Dossier, "The run's dossier (or its manifest bundle, or its history)"),
+        **RUN_ERRORS,
+    },
+)
+async def run_show(
+    request: Request[Any, Any, Any], reader: ReaderDep, ref: FromPath[str], as_of_text: AsOf = None
+) -> Response[bytes]:
+    """A run's dossier (DESIGN.md §8). ``ref``: short id, ``sha256:`` digest, ``kernelindex:<uuid>``
+    or ``<source>:<externalId>`` (external ids may hold ``/``: KernelBot's ``submission/N``).
+    404 if nothing matches, 300 with the candidates if an alias names several runs.
+
+    Two sub-resources share this route: ``…/manifest`` (the canonical manifest bundle {run,
+    protocol, environment} as recorded) and ``…/history`` (every change to the run: the entry
+    that made it, when, and the evidence level after it)."""
+    ref = ref.lstrip("/")
+    for suffix, part in _PARTS:
+        if ref.endswith(suffix):
+            return _run_part(request, reader, ref.removesuffix(suffix), part, as_of_text)
+    at = as_of(reader, as_of_text)
+    size = reader.size()
+
+    def make() -> bytes:
+        log = reader.log
+        dossier = runs.show_run(log.session, log, ref, at, size=size, standings=reader.standings)
+        return _ENC.encode(dossier)
+
+    # Keyed by the reference as asked and the log size: what a reference names can only change
+    # when the log grows (an alias gaining a second run), and then the size differs.
+    body, etag = reader.cached(("run", ref, at, size), make)
+    return respond(request, body, etag, pinned=settled(reader, as_of_text, at))
+
+
+def _run_part(
+    request: Request[Any, Any, Any], reader: Reader, ref: str, part: str, as_of_text: str | None
+) -> Response[bytes]:
+    at = as_of(reader, as_of_text)
+    log = reader.log
+    dossier = runs.show_run(
+        log.session, log, ref, at, size=reader.size(), standings=reader.standings
+    )
+    body = _ENC.encode(dossier.manifest if part == "manifest" else dossier.history)
+    # A run's manifest never changes, but what a short id or alias names can (an alias gaining a
+    # second run): only a full digest pins it.
+    by_digest = ref.startswith("sha256:") and ref == dossier.runDigest
+    pinned = settled(reader, as_of_text, at) or (part == "manifest" and by_digest)
+    return respond(request, body, etag_of(body), pinned=pinned)
+
+
+@get(
+    "/v1/runs",
+    tags=["runs"],
+    responses={**answer(runs.RunPage, "A page of runs"), **BAD_REQUEST},
+)
+async def runs_list(
+    request: Request[Any, Any, Any],
+    reader: ReaderDep,
+    as_of_text: AsOf = None,
+    comparison_key: Annotated[
+        str | None, QueryParameter(name="comparisonKey", required=False)
+    ] = None,
+    source: FromQuery[str | None] = None,
+    evidence: Annotated[str | None, QueryParameter(name="evidenceLevel", required=False)] = None,
+    hardware: FromQuery[str | None] = None,
+    after: Annotated[
+        str | None, QueryParameter(description="keyset cursor: the last runDigest seen")
+    ] = None,
+    limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
+) -> Response[bytes]:
+    """Runs ordered by digest, a page at a time (``next`` is the cursor for ``after``)."""
+    at = as_of(reader, as_of_text)
+    page = runs.run_page(
+        reader.conn,
+        at,
+        size=reader.size(),
+        group_key=comparison_key,
+        source=source,
+        evidence=evidence,
+        hardware=hardware,
+        after=after,
+        limit=limit,
+    )
+    body = _ENC.encode(page)
+    return respond(request, body, etag_of(body), pinned=settled(reader, as_of_text, at))
+
+
+@get(
+    "/v1/compare",
+    tags=["runs"],
+    responses={**answer(runs.Comparison, "The runs compared"), **RUN_ERRORS},
+)
+async def compare(
+    request: Request[Any, Any, Any],
+    reader: ReaderDep,
+    runs_text: Annotated[
+        str, QueryParameter(name="runs", description="2 to 8 run references, comma-separated")
+    ],
+    as_of_text: AsOf = None,
+) -> Response[bytes]:
+    """Compare runs field by field; name the first material mismatch (the first part of the
+    comparison key that differs), or say they are comparable (one comparison group)."""
+    at = as_of(reader, as_of_text)
+    comparison = runs.compare(reader.conn, runs_text.split(","), at, size=reader.size())
+    body = _ENC.encode(comparison)
+    return respond(request, body, etag_of(body), pinned=settled(reader, as_of_text, at))
+
+
+HANDLERS = [run_show, runs_list, compare]

@@ -1,0 +1,33 @@
+"""The guard of the operator's routes: a request goes on only with a valid operator token.
+
+Kept apart from ``service.web.auth`` (the token store), which the CLI imports without litestar.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar.connection import ASGIConnection
+from litestar.handlers import BaseRouteHandler
+
+from service.web.auth import TokenStore
+from service.web.problems import Unauthorized
+
+__all__ = ["bearer_token", "operator_only"]
+
+
+def bearer_token(authorization: str) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header value, if it is one."""
+    return authorization[7:].strip() if authorization.lower().startswith("bearer ") else None
+
+
+def operator_only(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
+    """A litestar guard: let the request go on only with a valid operator token, checked
+    against the app's ``state.tokens`` (a ``TokenStore``) before the body is read.
+
+    Raises:
+        Unauthorized: no token, or not a valid one (401 with ``WWW-Authenticate: Bearer``).
+    """
+    tokens: TokenStore = connection.app.state.tokens
+    if tokens.check(bearer_token(connection.headers.get("authorization", ""))) is None:
+        raise Unauthorized("a valid operator token is required (Authorization: Bearer <token>)")

@@ -1,0 +1,66 @@
+"""HTML pages rendered on the server (Jinja templates): readable with no JavaScript.
+
+``/`` search and sources, ``/runs/{ref}`` the run dossier (DESIGN.md §8), ``/groups/{key}`` a
+leaderboard, ``/compare`` runs side by side, ``/log`` the log and how to audit it. Errors on
+these routes are HTML pages with the status the JSON API would give (404, 300 with candidates...).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request, Router
+from litestar.exceptions import HTTPException
+from litestar.response import Template
+from litestar.types import ExceptionHandlersMap
+
+from events.errors import EventError
+from keys import KeyringError
+from projections.errors import ProjectionError
+from service.app.runs import candidates
+from service.dossier import short_id
+from service.errors import ServiceError
+from service.logs import get_logger
+from service.web.pages.browse import compare_page, home_page
+from service.web.pages.groups import group_page
+from service.web.pages.log import log_page
+from service.web.pages.runs import run_page
+from service.web.problems import http_problem, to_problem
+
+__all__ = ["PAGE_HANDLERS", "error_page"]
+
+_log = get_logger("benchproof.pages")
+
+
+def error_page(request: Request[Any, Any, Any], exc: Exception) -> Template:
+    """Any error on a page route as an HTML page, with the status the JSON API gives it."""
+    if isinstance(exc, HTTPException):
+        problem = http_problem(exc)
+        status, title, detail = exc.status_code, str(problem.title), str(exc.detail)
+    else:
+        problem = to_problem(exc)
+        status, title, detail = problem.status_code, str(problem.title), str(problem.detail)
+    if status >= 500:
+        _log.error("page.failed", path=request.url.path, exc_info=exc)
+    context = {
+        "status": status,
+        "title": title,
+        "detail": detail,
+        "candidates": [{"shortId": short_id(c), "href": "/runs/" + c} for c in candidates(exc)],
+        "as_of": None,
+    }
+    return Template(template_name="error.html", context=context, status_code=status)
+
+
+_ERRORS: ExceptionHandlersMap = {
+    cls: error_page
+    for cls in (HTTPException, ProjectionError, ServiceError, EventError, KeyringError)
+}
+
+PAGE_HANDLERS = [
+    Router(
+        path="/",
+        route_handlers=[home_page, run_page, group_page, compare_page, log_page],
+        exception_handlers=_ERRORS,
+    )
+]

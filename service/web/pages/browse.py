@@ -1,0 +1,104 @@
+"""``/`` search by operation, hardware and source (and the sources' notices), and ``/compare``
+runs side by side."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+from litestar import Request, Response, get
+from litestar.params import FromQuery, QueryParameter
+
+from projections import queries
+from service.app import runs
+from service.dossier import short_id
+from service.web import present
+from service.web.caching import settled
+from service.web.deps import ReaderDep
+from service.web.pages.render import html
+from service.web.params import AsOf, as_of
+
+__all__ = ["PAGE_SIZE", "compare_page", "home_page"]
+
+PAGE_SIZE = 50
+
+
+@get("/", include_in_schema=False, sync_to_thread=True)
+def home_page(
+    request: Request[Any, Any, Any],
+    reader: ReaderDep,
+    as_of_text: AsOf = None,
+    q: FromQuery[str | None] = None,
+    source: FromQuery[str | None] = None,
+    hardware: FromQuery[str | None] = None,
+    after: FromQuery[str | None] = None,
+) -> Response[bytes]:
+    """Search by operation, hardware and source (keyset pages), and the sources' notices."""
+    at = as_of(reader, as_of_text)
+    urls = present.Urls(at)
+    q = (q or "").strip() or None
+    found = queries.search_runs(
+        reader.conn, at, text=q, source=source, hardware=hardware, after=after, limit=PAGE_SIZE + 1
+    )
+    more = len(found) > PAGE_SIZE
+    found = found[:PAGE_SIZE]
+    listed = queries.sources(reader.conn, at)
+    names = {s.source: s.name for s in listed}
+    results = [
+        {
+            "title": v.title or v.name,
+            "shortId": short_id(v.runDigest),
+            "href": urls.run(short_id(v.runDigest)),
+            "source": names.get(v.source, v.source),
+            "hardware": v.hardware,
+            "value": present.quantity(v.primaryValue, v.primaryUnit),
+            "evidence": v.evidenceLevel,
+            "observed": v.observedAt,
+        }
+        for v in found
+    ]
+    params = {"q": q or "", "source": source or "", "hardware": hardware or ""}
+    context = {
+        "q": q,
+        "source": source,
+        "hardware": hardware,
+        "after": after,
+        "results": results,
+        "next_href": urls.home(**params, after=found[-1].runDigest) if more else None,
+        "first_href": urls.home(**params),
+        "sources": [msgspec.structs.replace(s, url=present.safe_url(s.url)) for s in listed],
+        "hardware_names": queries.hardware_names(reader.conn, at),
+        "total": sum(s.runs for s in listed),
+        "size": reader.size() if at is None else at,
+        "urls": urls,
+        "as_of": at,
+    }
+    return html(request, "home.html", context, pinned=settled(reader, as_of_text, at))
+
+
+@get("/compare", include_in_schema=False, sync_to_thread=True)
+def compare_page(
+    request: Request[Any, Any, Any],
+    reader: ReaderDep,
+    runs_text: Annotated[str | None, QueryParameter(name="runs", required=False)] = None,
+    as_of_text: AsOf = None,
+) -> Response[bytes]:
+    """Runs side by side: the first material mismatch named, differing fields marked."""
+    at = as_of(reader, as_of_text)
+    c = (
+        runs.compare(reader.conn, runs_text.split(","), at, size=reader.size())
+        if runs_text
+        else None
+    )
+    label, why = present.MISMATCH.get(c.firstMismatch or "", ("", "")) if c else ("", "")
+    names = {s.source: s.name for s in queries.sources(reader.conn, at)} if c else {}
+    context = {
+        "c": c,
+        "table": present.compare_table(c, names) if c else [],
+        "mismatch_label": label,
+        "mismatch_why": why,
+        "runs": runs_text,
+        "urls": present.Urls(at),
+        "as_of": at,
+    }
+    return html(request, "compare.html", context, pinned=settled(reader, as_of_text, at))

@@ -1,0 +1,135 @@
+"""``/runs/{ref}``: the run dossier page (DESIGN.md §8); an ambiguous alias answers 300 with its
+candidates as links."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from litestar import Request, Response, get
+from litestar.params import FromPath
+from litestar.response import Template
+
+from projections import queries
+from projections.errors import AmbiguousRun
+from service.app import runs
+from service.dossier import Dossier, short_id
+from service.web import present, sections
+from service.web.caching import respond, settled
+from service.web.deps import LedgerDep, ReaderDep
+from service.web.pages.render import HTML, render
+from service.web.params import AsOf, as_of
+from service.web.reads import Reader
+
+__all__ = ["run_page"]
+
+
+@get("/runs/{ref:path}", include_in_schema=False, sync_to_thread=True)
+def run_page(
+    request: Request[Any, Any, Any],
+    reader: ReaderDep,
+    ledger: LedgerDep,
+    ref: FromPath[Path],
+    as_of_text: AsOf = None,
+) -> Template | Response[bytes]:
+    """The run dossier; an ambiguous alias answers 300 with its candidates as links."""
+    at = as_of(reader, as_of_text)
+    urls = present.Urls(at)
+    text = str(ref).lstrip("/")
+    accessed = ledger.clock().date().isoformat()
+    base = str(request.base_url).rstrip("/")
+    size = reader.size()
+
+    def make() -> bytes:
+        log = reader.log
+        d = runs.show_run(log.session, log, text, at, size=size, standings=reader.standings)
+        return render(request, "run.html", _context(reader, d, at, urls, base, accessed))
+
+    # A page is a function of the reference as of a size, the host it is served for and the day
+    # (its citation's access date): rendered once per such key.
+    try:
+        body, etag = reader.cached(("page", text, at, size, base, accessed), make)
+    except AmbiguousRun as exc:
+        return _candidates_page(reader, exc, urls, at)
+    return respond(request, body, etag, pinned=settled(reader, as_of_text, at), media_type=HTML)
+
+
+def _group_label(reader: Reader, d: Dossier, at: int | None) -> str:
+    operation = d.identity.get("operationDigest")
+    body = queries.manifest(reader.conn, operation, at) if operation else None
+    name = (body or {}).get("metadata", {}).get("title") or d.identity.get("benchmark") or d.name
+    return f"{name} on {d.hardware}" if d.hardware else str(name)
+
+
+def _context(
+    reader: Reader, d: Dossier, at: int | None, urls: present.Urls, base: str, accessed: str
+) -> dict[str, Any]:
+    source = next((s for s in queries.sources(reader.conn, at) if s.source == d.source), None)
+    permalink = base + d.links.permalink
+    leader = d.rank.leader if d.rank else None
+    group_key = d.comparisonKey if d.kind == "BenchmarkRun" else d.cohortKey
+    statement = {
+        "_type": "https://in-toto.io/Statement/v1",
+        "subject": [{"name": d.links.permalink, "digest": {"sha256": d.runDigest[7:]}}],
+        "predicateType": "https://benchproof.dev/attestation/v1",
+        "predicate": {"kind": "reproduction", "summary": "…"},
+    }
+    spec = (d.protocol or {}).get("spec", {})
+    return {
+        "d": d,
+        "urls": urls,
+        "as_of": at,
+        "source": source,
+        "source_name": source.name if source else d.source,
+        "primary_value": present.quantity(d.primary.value, d.primary.unit) if d.primary else "—",
+        "unranked_reason": sections.unranked_reason(d),
+        "compare_href": urls.compare([d.shortId, short_id(leader)])
+        if leader and leader != d.runDigest
+        else None,
+        "highlights": sections.native_highlights(d.sourceNative),
+        "native": sections.native_rows(d.sourceNative),
+        "identity": sections.identity_rows(d, source.name if source else d.source, urls),
+        "correctness": [present.Row(k, str(v)) for k, v in (d.correctness or {}).items()],
+        "correctness_text": sections.correctness_text(d),
+        "workload": sections.workload_rows(d.workload),
+        "measurements": sections.measurement_rows(d.measurements),
+        "protocol": sections.protocol_rows(d),
+        "protocol_notes": spec.get("comparability", {}).get("notes"),
+        "environment": sections.environment_rows(d),
+        "artifacts": [{**a, "href": present.safe_url(a.get("uri"))} for a in d.artifacts],
+        "unresolved": sections.unresolved_refs(d),
+        "statement": present.pretty_json(statement),
+        "manifest_json": present.pretty_json(d.manifest),
+        "permalink": permalink,
+        "accessed": accessed,
+        "bibtex": sections.bibtex(d, permalink, accessed),
+        "group_href": urls.group(group_key) if group_key else None,
+        "group_label": _group_label(reader, d, at),
+        "quantity": present.quantity,
+        "pretty_json": present.pretty_json,
+    }
+
+
+def _candidates_page(
+    reader: Reader, exc: AmbiguousRun, urls: present.Urls, at: int | None
+) -> Template:
+    rows = []
+    for digest in runs.candidates(exc):
+        view = queries.run_view(reader.conn, digest, at)
+        rows.append(
+            {
+                "shortId": short_id(digest),
+                "href": urls.run(digest),
+                "title": view.title or view.name if view else None,
+                "hardware": view.hardware if view else None,
+                "observedAt": view.observedAt if view else None,
+            }
+        )
+    context = {
+        "status": 300,
+        "title": "The reference names several runs",
+        "detail": exc.detail,
+        "candidates": rows,
+        "as_of": at,
+    }
+    return Template(template_name="error.html", context=context, status_code=300)

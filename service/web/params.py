@@ -1,0 +1,79 @@
+"""What the API's handlers share: the ``asOf`` parameter, and the problem answers they document.
+
+Every read takes ``asOf``: a tree size, or an RFC 3339 instant of the log's own recording time
+(``service.asof``). Errors are RFC 9457 problem details (``service.web.problems`` maps them);
+``Problem`` is their shape in the OpenAPI schema.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import msgspec
+from litestar.openapi.datastructures import ResponseSpec
+from litestar.params import QueryParameter
+
+from service.asof import parse_as_of
+from service.web.reads import Reader
+
+__all__ = [
+    "BAD_REQUEST",
+    "GROUP_ERRORS",
+    "MAX_BODY_TEXT",
+    "RUN_ERRORS",
+    "AsOf",
+    "Problem",
+    "answer",
+    "as_of",
+    "problem",
+]
+
+AsOf = Annotated[
+    str | None,
+    QueryParameter(name="asOf", description="a tree size or an RFC 3339 instant", required=False),
+]
+
+
+def as_of(reader: Reader, text: str | None) -> int | None:
+    """The tree size ``asOf`` names (None: now).
+
+    Raises:
+        UsageError: neither a tree size within the log nor an instant.
+    """
+    return parse_as_of(text, size=reader.size, at_instant=lambda i: reader.log.size_at_instant(i))
+
+
+class Problem(msgspec.Struct, frozen=True, omit_defaults=True):
+    """An error, RFC 9457 problem details (``application/problem+json``)."""
+
+    type: str
+    title: str
+    status: int
+    detail: str = ""
+    candidates: list[str] | None = None  # 300: the runs an ambiguous alias names
+
+
+def problem(description: str) -> ResponseSpec:
+    """A documented error answer."""
+    return ResponseSpec(
+        Problem,
+        description=description,
+        media_type="application/problem+json",
+        generate_examples=False,
+    )
+
+
+def answer(shape: type[object], description: str) -> dict[int, ResponseSpec]:
+    """The documented 200 answer of a read whose handler returns its encoded body (a cached
+    ``Response[bytes]``): ``shape`` is what the body holds."""
+    return {200: ResponseSpec(shape, description=description, generate_examples=False)}
+
+
+BAD_REQUEST = {400: problem("Malformed parameters (asOf, sizes, limits...)")}
+RUN_ERRORS = {
+    **BAD_REQUEST,
+    300: problem("The alias names several runs: `candidates` lists their digests"),
+    404: problem("No run matches the reference (malformed references included)"),
+}
+GROUP_ERRORS = {**BAD_REQUEST, 404: problem("No comparison group has this key")}
+MAX_BODY_TEXT = "64 MiB unless the server sets another limit"
