@@ -44,7 +44,7 @@ class Insert(msgspec.Struct, frozen=True):
 
 
 class Update(msgspec.Struct, frozen=True):
-    """A change to an existing row, by one of the materialiser's named statements."""
+    """A change to an existing row, by one of the named statements of ``rows.RowStore``."""
 
     statement: str
     row: tuple[Any, ...]
@@ -67,7 +67,7 @@ def record_ops(event: AnyEvent, ctx: Context, carried: dict[str, dict[str, Any]]
     row: tuple[Any, ...]
     match event:
         case RunIngested():
-            # The run's own manifest stays in its entry (``queries.manifest`` reads it there).
+            # The run's own manifest stays in its entry (``queries.run_manifest`` reads it there).
             ops: list[Op] = [Manifest(digest, manifest) for digest, manifest in carried.items()]
             if event.rowKey is not None:
                 ops.append(Insert("p_rowkeys", (event.rowKey, event.runDigest, at)))

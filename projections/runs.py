@@ -12,14 +12,9 @@ from typing import Any, assert_never
 import msgspec
 
 from events.identity import (
-    cohort_key,
-    comparison_key,
-    correctness_key,
-    model_tokenizer,
     primary_measurement,
     serving_metric_set_key,
     serving_protocol_prefix,
-    serving_protocol_suffix,
     serving_topology_key,
 )
 from events.references import referenced_manifests, roles
@@ -45,6 +40,7 @@ from events.types import (
     SourceRegistered,
 )
 from projections.evidence import evidence_of, with_evidence
+from projections.resolve import resolve, resolved_fields
 from projections.views import Direction, EvidenceLevel, Rerun, RunView
 
 __all__ = ["Context", "carried_manifests", "direction_of", "fold_run", "referenced"]
@@ -104,21 +100,6 @@ def carried_manifests(event: RunIngested) -> dict[str, dict[str, Any]]:
     """Digest -> manifest for every referenced manifest the event carries (not the run)."""
     refs = referenced(event)
     return {refs[role]: m for role, m in event.manifests.items() if role != "run" and role in refs}
-
-
-def _hardware(environment: dict[str, Any]) -> dict[str, Any]:
-    hw = environment["spec"]["hardware"]
-    return {
-        "hardware": hw.get("product"),
-        "hardwareArchitecture": hw.get("architecture"),
-        "hardwareVendor": hw.get("vendor"),
-    }
-
-
-def _source_available(implementation: dict[str, Any]) -> bool:
-    spec = implementation["spec"]
-    revision = spec.get("projectRevision", {})
-    return "source" in spec or ("repository" in revision and "commit" in revision)
 
 
 def _raw_evidence(run: dict[str, Any]) -> bool:
@@ -199,7 +180,7 @@ def _ingest(event: RunIngested, ctx: Context) -> RunView:
     missing = [role for role in roles(event.kind) if role not in event.manifests]
     found = {refs[role]: m for role, m in event.manifests.items() if role in refs}
     before = dict(base)
-    fields = _resolved(base, found, missing, all_roles=True)
+    fields = resolved_fields(base, found, missing, all_roles=True)
     if shared is not None:
         if len(_KERNEL_SHARED) > 100_000:
             _KERNEL_SHARED.clear()
@@ -228,164 +209,6 @@ def _fresh(fields: dict[str, Any]) -> RunView:
     return RunView(**fields)
 
 
-_KERNEL_FIELDS = {
-    "protocol": "protocolKey",
-    "environment": "environmentKey",
-    "workload": "workloadDigest",
-    "implementation": "implementationDigest",
-    "operation": "operationDigest",
-}
-_SERVING_FIELDS = {
-    "model": "modelDigest",
-    "configuration": "configurationDigest",
-    "workload": "workloadDigest",
-    "stack": "stackDigest",
-}
-
-
-def _resolve(view: RunView, found: dict[str, dict[str, Any]]) -> RunView:
-    """Apply every manifest in ``found`` that the run waits on; recompute its keys."""
-    fields = msgspec.structs.asdict(view)
-    return _resolve_fields(fields, found, list(view.unresolved))
-
-
-def _resolve_fields(
-    fields: dict[str, Any],
-    found: dict[str, dict[str, Any]],
-    unresolved: list[str],
-    *,
-    all_roles: bool = False,
-) -> RunView:
-    """Apply the manifests in ``found`` to a view's fields; build the view with its keys."""
-    return RunView(**_resolved(fields, found, unresolved, all_roles=all_roles))
-
-
-def _resolved(
-    fields: dict[str, Any],
-    found: dict[str, dict[str, Any]],
-    unresolved: list[str],
-    *,
-    all_roles: bool = False,
-) -> dict[str, Any]:
-    """Apply the manifests in ``found`` to a view's fields (in place), with its keys.
-
-    Resolving a workload or configuration can reveal a further reference (operation, stack),
-    so roles are visited in dependency order: what a role reveals is there for the next."""
-    kind = fields["kind"]
-    role_field = _KERNEL_FIELDS if kind == "BenchmarkRun" else _SERVING_FIELDS
-    for role, field in role_field.items():
-        digest = fields.get(field)
-        if digest is None or digest not in found:
-            continue
-        if role in unresolved:
-            unresolved.remove(role)
-        elif not all_roles:
-            continue
-        if role in ("environment", "implementation"):
-            # What these give depends on the manifest alone, which its digest names.
-            update = _ROLE_CACHE.get((role, digest))
-            if update is None:
-                update = {}
-                _apply_role(update, kind, role, found[digest])
-                if len(_ROLE_CACHE) > 100_000:
-                    _ROLE_CACHE.clear()
-                _ROLE_CACHE[(role, digest)] = update
-            operation = update.get("operationDigest")
-            fields.update((k, v) for k, v in update.items() if k != "operationDigest")
-            if operation is not None and fields.get("operationDigest") is None:
-                fields["operationDigest"] = operation
-            continue
-        _apply_role(fields, kind, role, found[digest])
-    fields["unresolved"] = tuple(unresolved)
-    fields["waitingOn"] = tuple(
-        d for r in unresolved if (d := fields.get(role_field[r])) is not None
-    )
-    _keys(fields)
-    return fields
-
-
-def _apply_role(fields: dict[str, Any], kind: str, role: str, manifest: dict[str, Any]) -> None:
-    spec = manifest["spec"]
-    if role == "environment":
-        fields.update(_hardware(manifest))
-    elif role == "workload" and kind == "BenchmarkRun":
-        fields["correctnessKey"] = _correctness(manifest)
-        if fields.get("operationDigest") is None:
-            fields["operationDigest"] = spec["operationSpecDigest"]
-    elif role == "implementation":
-        meta, revision = manifest["metadata"], spec["projectRevision"]
-        fields["sourceAvailable"] = _source_available(manifest)
-        fields["implementation"] = meta.get("title") or meta["name"]
-        fields["revision"] = revision.get("version") or revision.get("commit")
-        if fields.get("operationDigest") is None:
-            fields["operationDigest"] = spec["operation"]["specDigest"]
-    elif role == "workload":
-        fields["servingProtocolSuffix"] = serving_protocol_suffix(manifest)
-    elif role == "model":
-        fields["tokenizer"] = model_tokenizer(manifest)
-        fields["modelResolved"] = True
-    elif role == "configuration":
-        fields["stackDigest"] = spec["stackDigest"]
-
-
-_ROLE_CACHE: dict[tuple[str, str], dict[str, Any]] = {}
-
-# Keys are pure functions of their parts; shared parts (a workload serves many runs) are
-# computed once. The caches are bounded and never change a result.
-_CORRECTNESS: dict[bytes, str] = {}
-_COMPARISON: dict[tuple[str, ...], str] = {}
-_ENCODE = msgspec.json.Encoder()
-
-
-def _correctness(workload: dict[str, Any]) -> str:
-    key = _ENCODE.encode(workload["spec"]["correctness"])
-    found = _CORRECTNESS.get(key)
-    if found is None:
-        if len(_CORRECTNESS) > 100_000:
-            _CORRECTNESS.clear()
-        found = _CORRECTNESS[key] = correctness_key(workload)
-    return found
-
-
-def _keys(fields: dict[str, Any]) -> None:
-    if fields["kind"] == "BenchmarkRun":
-        correctness, operation = fields.get("correctnessKey"), fields.get("operationDigest")
-        if fields.get("comparisonKey") is None and correctness is not None and operation:
-            parts = (
-                operation,
-                fields.get("workloadDigest") or "",
-                fields.get("protocolKey") or "",
-                fields.get("environmentKey") or "",
-                correctness,
-                fields.get("metricKey", "none"),
-            )
-            key = _COMPARISON.get(parts)
-            if key is None:
-                if len(_COMPARISON) > 100_000:
-                    _COMPARISON.clear()
-                key = _COMPARISON[parts] = comparison_key(
-                    operation=parts[0],
-                    workload=parts[1],
-                    protocol=parts[2],
-                    environment=parts[3],
-                    correctness=parts[4],
-                    metric=parts[5],
-                )
-            fields["comparisonKey"] = key
-        return
-    suffix = fields.get("servingProtocolSuffix")
-    if fields.get("cohortKey") is None and suffix is not None and fields.get("modelResolved"):
-        fields["cohortKey"] = cohort_key(
-            model_digest=fields.get("modelDigest") or "",
-            tokenizer=fields.get("tokenizer"),
-            workload_digest=fields.get("workloadDigest") or "",
-            protocol_key=(fields.get("protocolKey") or "") + suffix,
-            topology_key=fields.get("topologyKey") or "",
-            quality_policy=fields.get("qualityPolicy") or "",
-            metric_set_key=fields.get("metricSetKey") or "",
-        )
-
-
 def fold_run(digest: str, view: RunView | None, event: AnyEvent, ctx: Context) -> RunView | None:
     """The run ``digest`` after ``event`` (None while the run is not in the log)."""
     match event:
@@ -395,11 +218,11 @@ def fold_run(digest: str, view: RunView | None, event: AnyEvent, ctx: Context) -
             if view is None or not view.waitingOn:
                 return view
             found = {d: m for d, m in carried_manifests(event).items() if d in view.waitingOn}
-            return with_evidence(_resolve(view, found)) if found else view
+            return with_evidence(resolve(view, found)) if found else view
         case ManifestRecorded():
             if view is None or event.digest not in view.waitingOn:
                 return view
-            return with_evidence(_resolve(view, {event.digest: event.manifest}))
+            return with_evidence(resolve(view, {event.digest: event.manifest}))
         case RunSuperseded():
             if view is None or event.runDigest != digest or view.supersededBy is not None:
                 return view

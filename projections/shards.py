@@ -2,9 +2,10 @@
 replay`` compares with the incrementally maintained projections.
 
 The rebuild splits the log by run. Each of ``workers`` processes (``python -m
-projections.shards``) reads the log on its own read-only connection, routes each entry by its
-type and subject columns, reads the leaves it needs (checking them against those columns), and
-folds the runs whose digest falls in its shard (``shard_of``) into its own scratch database.
+projections.shards``) reads the log on its own read-only handle (``SqliteLog.open_readonly``),
+routes each entry by its type and subject columns (``SqliteLog.shard_rows``), reads the leaves
+it needs (checking them against those columns), and folds the runs whose digest falls in its
+shard (``shard_of``) into its own scratch database.
 Runs depend on each other in only a few ways, and each is covered:
 
 - every entry whose subject is a run (run.*, rerun.*) is folded and recorded by its run's shard;
@@ -37,17 +38,21 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
+from itertools import islice
 from pathlib import Path
 from typing import IO, Any, BinaryIO, NamedTuple
 
 from events.bulk import paused_gc
 from events.entries import StoredEntry, read_entry
 from events.errors import EventError, LogCorrupted, LogError
+from events.stores.sqlite import SqliteLog
 from events.types import AnyEvent, RerunCompleted, RunIngested, RunRetracted, RunSuperseded
 from projections import schema
+from projections.batch import RUN_SUBJECTS, Batch, GroupSeed
 from projections.groups import MemberChange
 from projections.keyring import KeyView
-from projections.materialize import RUN_SUBJECTS, GroupSeed, _Batch, format_rows
+from projections.materialize import FORMAT
+from projections.rows import RowStore
 from projections.runs import Context
 from projections.views import Direction
 
@@ -64,8 +69,8 @@ _HEADER = struct.Struct(">cQ")  # C: member changes, D: done, E: error; then the
 
 def shard_of(subject: str, workers: int) -> int:
     """The shard that folds the run ``subject``: its last character's code point modulo the
-    number of shards (a digest's last hex digit spreads runs evenly; ``_ROUTE`` computes the
-    same in SQL)."""
+    number of shards (a digest's last hex digit spreads runs evenly; ``SqliteLog.shard_rows``
+    computes the same in SQL)."""
     return (ord(subject[-1]) if subject else 0) % workers
 
 
@@ -101,63 +106,49 @@ Change = tuple[int, str, int, str, MemberChange, _Seed]
 _WAITED_ON = ("run.ingested.v1", "manifest.recorded.v1")
 
 
-class _ShardBatch(_Batch):
+class _ShardBatch(Batch):
     """A batch of one shard: folds only the runs of its shard, records only the entries it
     owns, and keeps its member changes for the group fold instead of folding groups."""
 
-    def __init__(
-        self, conn: sqlite3.Connection, keys: dict[str, KeyView], shard: int, workers: int
-    ) -> None:
-        super().__init__(conn, keys)
+    def __init__(self, store: RowStore, keys: dict[str, KeyView], shard: int, workers: int) -> None:
+        super().__init__(store, keys)
         self.shard, self.workers = shard, workers
         self.owned = False
-        self.changes: list[Change] = []
+        self.member_changes: list[Change] = []
         self.order = 0
 
     def apply_owned(self, entry: StoredEntry, owned: bool) -> None:
         self.owned = owned
         self.apply(entry)
 
-    def _targets(self, event: AnyEvent, carried: dict[str, Any]) -> list[str]:
+    def targets(self, event: AnyEvent, carried: dict[str, Any]) -> list[str]:
         if (
             self.owned
             and isinstance(event, RunIngested | RunSuperseded | RunRetracted | RerunCompleted)
             and shard_of(event.runDigest, self.workers) != self.shard
         ):
             raise Unshardable(f"a {type(event).__name__} entry's subject is not its run")
-        targets = super()._targets(event, carried)
+        targets = super().targets(event, carried)
         return [d for d in targets if shard_of(d, self.workers) == self.shard]
 
-    def _record(self, event: AnyEvent, ctx: Context, carried: dict[str, Any]) -> None:
+    def record(self, event: AnyEvent, ctx: Context, carried: dict[str, Any]) -> None:
         if self.owned:
-            super()._record(event, ctx, carried)
+            super().record(event, ctx, carried)
 
-    def _change_group(
+    def change_group(
         self, key: str, template: GroupSeed | None, change: MemberChange, seq: int
     ) -> None:
         assert template is not None  # noqa: S101 - a member change always comes from a run
         member = change.after if change.after is not None else change.before
         assert member is not None  # noqa: S101 - a change has a before or an after
         seed = _Seed(template.metricKey, template.direction, template.kind)
-        self.changes.append((seq, member.runDigest, self.order, key, change, seed))
+        self.member_changes.append((seq, member.runDigest, self.order, key, change, seed))
         self.order += 1
-
-    def has_waiting(self) -> bool:
-        return any(self.waiting.values())
 
     def flush(self) -> None:
         if self.shard != 0:
             self.keys_changed = False  # shard 0 writes the keyring
         super().flush()
-
-
-# An entry's route, from its type and subject columns: the leaf itself is read only where the
-# shard will fold or record the entry (a run's entry, by its run's shard; any other, by all).
-_ROUTE = """SELECT seq, type, subject,
-    CASE WHEN (substr(type, 1, 4) = 'run.' OR substr(type, 1, 6) = 'rerun.')
-        AND coalesce(unicode(substr(subject, -1)), 0) % :workers != :shard
-    THEN NULL ELSE leaf END
-    FROM entries WHERE seq < :size ORDER BY seq"""
 
 
 def _fold_shard(
@@ -172,14 +163,17 @@ def _fold_shard(
     """Fold shard ``shard`` of the first ``size`` entries of ``log`` into ``out``; ``send``
     hears each batch's member changes. Returns the number of entries read."""
     conn = open_scratch(out)
+    store = RowStore(conn)
     keys: dict[str, KeyView] = {}
     count = 0
-    uri = f"{log.resolve().as_uri()}?mode=ro"
-    with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
-        rows = db.execute(_ROUTE, {"workers": workers, "shard": shard, "size": size})
+    with contextlib.closing(SqliteLog.open_readonly(log)) as db:
+        # An entry's route, from its type and subject columns: the leaf itself is read only
+        # where the shard will fold or record the entry (a run's entry, by its run's shard; any
+        # other, by all).
+        rows = db.shard_rows(size, shard, workers)
         conn.execute("BEGIN")
-        while chunk := rows.fetchmany(batch):
-            b = _ShardBatch(conn, keys, shard, workers)
+        while chunk := list(islice(rows, batch)):
+            b = _ShardBatch(store, keys, shard, workers)
             subjects = [
                 subject
                 for _, kind, subject, leaf in chunk
@@ -188,12 +182,14 @@ def _fold_shard(
             b.preload(subjects)
             for seq, kind, subject, leaf in chunk:
                 owned = leaf is not None and (kind.startswith(RUN_SUBJECTS) or shard == 0)
-                if owned or kind.startswith("key."):
+                if leaf is not None and (owned or kind.startswith("key.")):
                     entry = read_entry(leaf, position=seq)
                 elif kind in _WAITED_ON and b.has_waiting():
                     # Another shard's run may bring what one of ours waits on.
-                    found = db.execute("SELECT leaf FROM entries WHERE seq = ?", (seq,))
-                    entry = read_entry(found.fetchone()[0], position=seq)
+                    found = db.leaf(seq)
+                    if found is None:
+                        raise LogCorrupted(f"entry {seq} has no leaf", position=seq)
+                    entry = read_entry(found, position=seq)
                 else:
                     continue
                 if (entry.type, entry.subject) != (kind, subject):
@@ -205,7 +201,7 @@ def _fold_shard(
             b.flush()
             keys = dict(b.keys)
             count += len(chunk)
-            send(b.changes)
+            send(b.member_changes)
         conn.execute("COMMIT")
     conn.close()
     return count
@@ -296,14 +292,15 @@ class _Worker:
 def _fold_groups(conn: sqlite3.Connection, changes: Iterator[Change], batch: int) -> None:
     """Fold the merged member changes into the groups and leader histories of ``conn``, in
     batches that end between positions (a position's changes make one version)."""
-    b = _Batch(conn, {})
+    store = RowStore(conn)
+    b = Batch(store, {})
     done, last = 0, -1
     for seq, _, _, key, change, seed in changes:
         if done >= batch and seq != last:
             b.flush()
-            b, previous, done = _Batch(conn, {}), b, 0
+            b, previous, done = Batch(store, {}), b, 0
             b.carry_groups(previous)
-        b._change_group(key, seed, change, seq)
+        b.change_group(key, seed, change, seq)
         done, last = done + 1, seq
     b.flush()
 
@@ -339,7 +336,7 @@ def rebuild_sharded(
         counts = {w.count for w in running}
         if counts != {size}:
             raise LogError(f"the log holds {min(counts)} entries, not {size}")
-        conn.executemany("INSERT INTO p_state VALUES (?, ?)", format_rows(size))
+        RowStore(conn).set_state(size, FORMAT)
         conn.execute("COMMIT")
     return [*paths, groups]
 

@@ -26,7 +26,8 @@ from events.stores.sqlite import SqliteLog
 from events.types import EVENT_ENCODER, Event, KeyRegistered, event_tag
 from keys import KeyFileError, SigningKey, generate_key_file, load_private_key
 from keys.notekeys import valid_key_name
-from projections.materialize import Materializer, load_keys
+from projections.materialize import Materializer
+from projections.queries import keyring
 from projections.shards import Unshardable, open_scratch, rebuild_sharded
 from service.config import DEFAULT_ORIGIN, DataDir
 from service.errors import NotInitialised, UsageError
@@ -73,7 +74,7 @@ class Ledger:
         Raises:
             KeyFileError: a key file holds another key, or one the log has revoked.
         """
-        registered = load_keys(self.store.session)
+        registered = keyring(self.store.session)
         size = self.store.size
         for path, key, role in (
             (self.data.index_key, self.signers.index, "index"),

@@ -10,11 +10,11 @@ from typing import Any
 import msgspec
 
 from service.app import groups, runs
+from service.app.replay import replay
 from service.asof import resolve_as_of
 from service.commands.base import Sub
 from service.dossier import Dossier, short_id
 from service.ledger import Ledger
-from service.app.replay import replay
 
 _ENC = msgspec.json.Encoder()
 

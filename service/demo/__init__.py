@@ -6,6 +6,7 @@ import os
 import sys
 from pathlib import Path
 
+from projections.queries import has_runs
 from service.ingest.api import plan_import
 from service.ingest.core import Plan, commit
 from service.ledger import init_data_dir
@@ -35,8 +36,7 @@ def prepare_demo(root: Path) -> None:
     """Initialise ``root`` (keys, log) if needed and, if it holds no run yet, load the demo."""
     ledger, _ = init_data_dir(root)
     with ledger:
-        has_runs = ledger.store.session.execute("SELECT 1 FROM p_runs LIMIT 1").fetchone()
-        if has_runs:
+        if has_runs(ledger.store.session):
             return
         sys.stderr.write("benchproof: loading demo data (first start)…\n")
         steps: list[tuple[str, list[Path]]] = [

@@ -1,6 +1,6 @@
 """The importers of every source behind one API: read and check (``plan_import``), then commit
-(``commit_plan``), or both at once (``run_import``, for Python callers). The use cases the CLI
-and the HTTP API call (``service.app.ingest``) are built on them."""
+(``commit_plan``). The ingest use case that the CLI, the HTTP API and Python callers use
+(``service.app.ingest``) is built on them."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from types import ModuleType
 
 from events.bulk import paused_gc
 from service.errors import InvalidInput, UsageError
-from service.ingest.core import IngestResult, Plan, Rejected, commit
+from service.ingest.core import IngestResult, Plan, commit
 from service.ledger import Ledger
 
-__all__ = ["SOURCES", "commit_plan", "importer", "plan_import", "run_import"]
+__all__ = ["SOURCES", "commit_plan", "importer", "plan_import"]
 
 SOURCES: dict[str, str] = {
     "manifest": "service.ingest.manifests",
@@ -67,16 +67,3 @@ def commit_plan(
     """Commit a checked plan in one transaction (``expect`` and ``progress`` as ``commit``)."""
     with paused_gc():
         return commit(ledger, plan, progress=progress, expect=expect)
-
-
-def run_import(
-    ledger: Ledger,
-    source: str,
-    paths: Sequence[Path],
-    *,
-    skip_invalid: bool = False,
-    progress: Callable[[int], None] | None = None,
-) -> tuple[IngestResult, list[Rejected]]:
-    """Plan and commit an import; return the result and the rows rejected (with reasons)."""
-    plan = plan_import(source, paths, skip_invalid=skip_invalid)
-    return commit_plan(ledger, plan, progress=progress), plan.rejected

@@ -26,7 +26,13 @@ from events.types import (
     RunSuperseded,
     SourceRegistered,
 )
-from projections.queries import known_manifests, latest_for_row, manifest, run_exists
+from projections.queries import (
+    known_manifests,
+    latest_for_row,
+    manifest,
+    registered_sources,
+    run_exists,
+)
 from service.ledger import Ledger
 
 __all__ = ["IngestResult", "Plan", "Rejected", "RunItem", "commit"]
@@ -141,7 +147,7 @@ def commit(
 
     # A source is registered once, with the snapshot that first brought it (a registration
     # stamped with another snapshot would make a re-import of part of the data append).
-    registered = {row[0] for row in conn.execute("SELECT source FROM p_sources")}
+    registered = registered_sources(conn)
     events: list[tuple[Event, str]] = [
         (_stamped(s, plan), s.source) for s in plan.sources if s.source not in registered
     ]

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from litestar.testing import TestClient
 
+from service.app.ingest import ingest
 from service.config import Settings
-from service.ingest.api import run_import
 from service.ledger import Ledger, init_data_dir
 from service.web.app import create_app
 from service.web.auth import TokenStore
@@ -30,8 +30,8 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Data:
     root = tmp_path_factory.mktemp("api") / "data"
     ledger, _ = init_data_dir(root)
     with ledger:
-        run_import(ledger, "manifest", [shared_file("seed-manifest.json")])
-        run_import(
+        ingest(ledger, "manifest", [shared_file("seed-manifest.json")])
+        ingest(
             ledger, "manifest", sorted(corpus("kernelindex-manifests", "examples").glob("*.yaml"))
         )
         digests = []

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import httpx
 
-from service.ingest.api import run_import
+from service.app.ingest import ingest
 from service.ledger import init_data_dir
 from tests.bench.common import line
 from tests.corpora import CATALOG, corpus, shared_file
@@ -87,8 +87,8 @@ def main() -> None:
         data = Path(tmp) / "data"
         ledger, _ = init_data_dir(data)
         with ledger:
-            run_import(ledger, "kernelindex-catalog", [catalog])
-            run_import(ledger, "manifest", [shared_file("seed-manifest.json")])
+            ingest(ledger, "kernelindex-catalog", [catalog])
+            ingest(ledger, "manifest", [shared_file("seed-manifest.json")])
             digests = [
                 r[0]
                 for r in ledger.store.session.execute(

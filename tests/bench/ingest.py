@@ -26,7 +26,7 @@ def main() -> None:
             t0 = time.perf_counter()
             plan = plan_import("kernelindex-catalog", [catalog])
             t1 = time.perf_counter()
-            result = commit_plan(ledger, plan)  # as service.ingest.api.run_import does
+            result = commit_plan(ledger, plan)  # as service.app.ingest.ingest does
             t2 = time.perf_counter()
     runs = result.runs_appended
     kernel = sum(1 for r in plan.runs if r.run.kind == "BenchmarkRun")

@@ -80,8 +80,8 @@ def replay_bench() -> None:
     into fresh scratch databases, on every core (``projections.shards``). Side by side: the
     same rebuild in one process, and the whole ``replay`` (rebuild, then compare every table
     with the live one)."""
+    from service.app.replay import replay
     from service.ledger import init_data_dir, pending_of
-    from service.replay import replay
 
     with tempfile.TemporaryDirectory() as tmp:
         ledger, _ = init_data_dir(Path(tmp) / "d")
@@ -132,6 +132,7 @@ def lookup_bench(n: int) -> tuple[float, float]:
         # database file as it grows. Reads through a WAL of a whole 1M-run build (several GB)
         # are what this would otherwise measure.
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        log = SqliteLog.open_readonly(Path(tmp) / "l.db")  # the dossier reads the log too
         rng = random.Random(1)
         refs = [f"synthetic:run-{rng.randrange(n)}" for _ in range(3000)]
         samples = []
@@ -139,9 +140,10 @@ def lookup_bench(n: int) -> tuple[float, float]:
         for ref in refs:
             t0 = time.perf_counter()
             digest = queries.resolve_run(conn, ref)
-            build_dossier(conn, digest, None, size=n, standings=standings)
+            build_dossier(conn, log, digest, None, size=n, standings=standings)
             samples.append(time.perf_counter() - t0)
         p50, p99 = percentiles(samples[200:], 50, 99)
+        log.close()
         conn.close()
     return p50 * 1000, p99 * 1000
 

@@ -19,7 +19,7 @@ from events.decoding import decode_event
 from events.port import stored_entries
 from events.types import RunIngested, SourceRegistered
 from projections import queries
-from service.ingest.api import run_import
+from service.app.ingest import ingest
 from service.ledger import Ledger, init_data_dir
 from service.verification import verify_log
 from tests.corpora import CATALOG, corpus, shared_file
@@ -33,7 +33,7 @@ SEED_GROUP = "sha256:b5a07d877d4aa9400dad13a88f1b4654bb2e32f324516242ada766a54ca
 @pytest.fixture(scope="module")
 def ledger(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ledger]:
     opened, _ = init_data_dir(tmp_path_factory.mktemp("catalog") / "data")
-    result, rejected = run_import(opened, "kernelindex-catalog", [corpus(*CATALOG)])
+    result, rejected = ingest(opened, "kernelindex-catalog", [corpus(*CATALOG)])
     assert not rejected
     assert result.runs_appended == 7857 + 722
     yield opened
@@ -105,13 +105,13 @@ def test_the_log_verifies_and_a_second_import_appends_nothing(ledger: Ledger) ->
     report = verify_log(ledger.data.db)
     assert report.ok, report.findings[:3]
     assert report.entries == size
-    again, _ = run_import(ledger, "kernelindex-catalog", [corpus(*CATALOG)])
+    again, _ = ingest(ledger, "kernelindex-catalog", [corpus(*CATALOG)])
     assert (again.entries, again.runs_known) == (0, 7857 + 722)
     assert ledger.store.size == size
 
 
 def test_the_seed_joins_its_group_once_it_arrives(ledger: Ledger) -> None:
-    run_import(ledger, "manifest", [shared_file("seed-manifest.json")])
+    ingest(ledger, "manifest", [shared_file("seed-manifest.json")])
     view = queries.run_view(ledger.store.session, SEED)
     assert view is not None
     assert view.comparisonKey == SEED_GROUP
@@ -156,20 +156,20 @@ def test_a_corrected_or_retracted_catalog_row_supersedes_or_retracts(tmp_path: P
     opened, _ = init_data_dir(tmp_path / "d")
     with opened as ledger:
         conn = ledger.store.session
-        run_import(ledger, "kernelindex-catalog", [first])
+        ingest(ledger, "kernelindex-catalog", [first])
         old = queries.resolve_run(conn, f"kernelindex:{run['row']['id']}")
-        result, _ = run_import(ledger, "kernelindex-catalog", [second])
+        result, _ = ingest(ledger, "kernelindex-catalog", [second])
         assert (result.runs_appended, result.superseded) == (1, 1)
         new = queries.run_view(conn, old)
         assert new is not None and new.supersededBy is not None
         assert new.evidenceLevel == "superseded"
         corrected = queries.run_view(conn, new.supersededBy)
         assert corrected is not None and corrected.evidenceLevel != "superseded"
-        run_import(ledger, "kernelindex-catalog", [third])
+        ingest(ledger, "kernelindex-catalog", [third])
         retracted = queries.run_view(conn, new.supersededBy)
         assert retracted is not None and retracted.evidenceLevel == "retracted"
         assert "wrong shapes" in (retracted.retractedReason or "")
-        assert run_import(ledger, "kernelindex-catalog", [third])[0].entries == 0
+        assert ingest(ledger, "kernelindex-catalog", [third])[0].entries == 0
         # The source registrations carry the snapshot and importer they came with.
         entries = list(stored_entries(ledger.store, 0, ledger.store.size))
         events = [(e.type, decode_event(e)) for e in entries]

@@ -14,9 +14,9 @@ import pytest
 from events import InvalidManifest
 from projections.queries import list_runs, resolve_run, run_view
 from projections.views import RunView
+from service.app.ingest import ingest
 from service.errors import InvalidInput, UsageError
 from service.ingest import kernelbench
-from service.ingest.api import run_import
 from service.ingest.core import IngestResult
 from service.ledger import Ledger, init_data_dir
 from service.verification import verify_log
@@ -38,7 +38,7 @@ def imported(
     folder: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[Ledger, IngestResult, list[RunView]]]:
     ledger, _ = init_data_dir(tmp_path_factory.mktemp("kernelbench") / "d")
-    result, rejected = run_import(ledger, SOURCE, [folder])
+    result, rejected = ingest(ledger, SOURCE, [folder])
     assert rejected == []
     yield ledger, result, list(list_runs(ledger.store.session, source=SOURCE))
     ledger.close()
@@ -120,7 +120,7 @@ def test_older_snapshot_first_and_reimport(
     assert items[0].run.manifest["spec"]["observedAt"] == "2025-03-16T00:00:00Z"
     assert items[-1].run.manifest["spec"]["observedAt"] == "2026-03-05T00:00:00Z"
     size = ledger.store.size
-    result, _ = run_import(ledger, SOURCE, [folder / "at-423217d"])
+    result, _ = ingest(ledger, SOURCE, [folder / "at-423217d"])
     assert (result.entries, result.runs_known) == (0, 1000)
     assert ledger.store.size == size
     ref = f"{SOURCE}:H100_Modal/torch/level1/1_Square_matrix_multiplication_.py"
@@ -136,9 +136,9 @@ def test_invalid_entries_refuse_the_file(folder: Path, tmp_path: Path, ledger: L
     original = folder / "at-423217d" / "H100_Modal" / "baseline_time_torch.json"
     bad = _copy(original, tmp_path / "H100_Modal" / "baseline_time_torch.json", edit)
     with pytest.raises(InvalidInput) as caught:
-        run_import(ledger, SOURCE, [bad])
+        ingest(ledger, SOURCE, [bad])
     assert len(caught.value.details["report"]) == 2  # type: ignore[arg-type]
-    result, rejected = run_import(ledger, SOURCE, [bad], skip_invalid=True)
+    result, rejected = ingest(ledger, SOURCE, [bad], skip_invalid=True)
     assert [r.reason for r in rejected] == ["missing mean", "max is 'slow', not a number"]
     assert result.runs_appended == 248
 
@@ -147,15 +147,15 @@ def test_corrected_entry_supersedes_and_unchanged_snapshot_adds_nothing(
     folder: Path, tmp_path: Path, ledger: Ledger
 ) -> None:
     original = folder / "at-423217d" / "H100_Modal" / "baseline_time_torch.json"
-    run_import(ledger, SOURCE, [original])
+    ingest(ledger, SOURCE, [original])
     same = _copy(original, tmp_path / "at-9999999" / "H100_Modal" / "baseline_time_torch.json")
-    assert run_import(ledger, SOURCE, [same])[0].entries == 0
+    assert ingest(ledger, SOURCE, [same])[0].entries == 0
 
     def edit(doc: dict[str, Any]) -> None:
         doc["level1"]["1_Square_matrix_multiplication_.py"]["mean"] = 9.99
 
     fixed = _copy(original, tmp_path / "H100_Modal" / "baseline_time_torch.json", edit)
-    result, _ = run_import(ledger, SOURCE, [fixed])
+    result, _ = ingest(ledger, SOURCE, [fixed])
     assert (result.runs_appended, result.superseded) == (1, 1)
     old = kernelbench.plan([original]).runs[0].run.digest
     new = kernelbench.plan([fixed]).runs[0].run.digest

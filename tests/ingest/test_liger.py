@@ -13,9 +13,9 @@ import pytest
 from events import InvalidManifest, identify
 from events.documents import KernelIdentity
 from projections.queries import list_runs, run_view
+from service.app.ingest import ingest
 from service.errors import InvalidInput
 from service.ingest import liger
-from service.ingest.api import run_import
 from service.ingest.core import IngestResult
 from service.ledger import Ledger, init_data_dir
 from service.verification import verify_log
@@ -37,7 +37,7 @@ def imported(
     folder: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[Ledger, IngestResult]]:
     ledger, _ = init_data_dir(tmp_path_factory.mktemp("liger") / "d")
-    result, rejected = run_import(ledger, "liger", [folder])
+    result, rejected = ingest(ledger, "liger", [folder])
     assert rejected == []
     yield ledger, result
     ledger.close()
@@ -80,7 +80,7 @@ def test_whole_corpus_history_first(folder: Path, imported: tuple[Ledger, Ingest
 def test_reimport_appends_nothing(folder: Path, imported: tuple[Ledger, IngestResult]) -> None:
     ledger, _ = imported
     size = ledger.store.size
-    result, _ = run_import(ledger, "liger", [folder])
+    result, _ = ingest(ledger, "liger", [folder])
     assert result.entries == 0
     assert result.runs_known == 4703
     assert ledger.store.size == size
@@ -142,10 +142,10 @@ def test_invalid_row_refuses_the_file(folder: Path, tmp_path: Path, ledger: Ledg
     )
     size = ledger.store.size
     with pytest.raises(InvalidInput) as caught:
-        run_import(ledger, "liger", [bad])
+        ingest(ledger, "liger", [bad])
     assert "line 4" in caught.value.details["report"][0]  # type: ignore[index]
     assert ledger.store.size == size
-    result, rejected = run_import(ledger, "liger", [bad], skip_invalid=True)
+    result, rejected = ingest(ledger, "liger", [bad], skip_invalid=True)
     assert [(r.row, r.reason) for r in rejected] == [
         ("line 4", "y_value_50 is 'abc', not a number")
     ]
@@ -161,9 +161,9 @@ def test_not_a_liger_csv(tmp_path: Path) -> None:
 
 def test_corrected_row_supersedes(folder: Path, tmp_path: Path, ledger: Ledger) -> None:
     original = folder / "all_benchmark_data_cutedsl.csv"
-    run_import(ledger, "liger", [original])
+    ingest(ledger, "liger", [original])
     fixed = _edited(original, tmp_path / "all_benchmark_data_cutedsl.csv", 1, "y_value_50", "0.25")
-    result, _ = run_import(ledger, "liger", [fixed])
+    result, _ = ingest(ledger, "liger", [fixed])
     assert (result.runs_appended, result.superseded, result.runs_known) == (1, 1, 164)
     old, new = liger.plan([original]).runs[0].run.digest, liger.plan([fixed]).runs[0].run.digest
     view = run_view(ledger.store.session, old)

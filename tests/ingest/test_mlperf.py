@@ -14,9 +14,9 @@ import pytest
 from events import InvalidManifest
 from projections.queries import list_runs, resolve_run, run_view
 from projections.views import RunView
+from service.app.ingest import ingest
 from service.errors import InvalidInput
 from service.ingest import mlperf
-from service.ingest.api import run_import
 from service.ingest.core import IngestResult, RunItem
 from service.ledger import Ledger, init_data_dir
 from service.verification import verify_log
@@ -56,7 +56,7 @@ def imported(
     summary: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[Ledger, IngestResult, list[RunView]]]:
     ledger, _ = init_data_dir(tmp_path_factory.mktemp("mlperf") / "d")
-    result, rejected = run_import(ledger, SOURCE, [summary.parent])
+    result, rejected = ingest(ledger, SOURCE, [summary.parent])
     assert rejected == []
     yield ledger, result, list(list_runs(ledger.store.session, source=SOURCE))
     ledger.close()
@@ -89,7 +89,7 @@ def test_reimport_appends_nothing(
 ) -> None:
     ledger, _, _ = imported
     size = ledger.store.size
-    result, _ = run_import(ledger, SOURCE, [summary])
+    result, _ = ingest(ledger, SOURCE, [summary])
     assert (result.entries, result.runs_known) == (0, 937)
     assert ledger.store.size == size
 
@@ -172,9 +172,9 @@ def test_invalid_rows_refuse_the_file(
     path = tmp_path / "summary_results.json"
     path.write_text(json.dumps(broken))
     with pytest.raises(InvalidInput) as caught:
-        run_import(ledger, SOURCE, [path])
+        ingest(ledger, SOURCE, [path])
     assert len(caught.value.details["report"]) == 4  # type: ignore[arg-type]
-    result, rejected = run_import(ledger, SOURCE, [path], skip_invalid=True)
+    result, rejected = ingest(ledger, SOURCE, [path], skip_invalid=True)
     assert result.runs_appended == 934
     reasons = [r.reason for r in rejected]
     assert reasons[0] == "missing Performance_Result"
@@ -197,12 +197,12 @@ def test_colliding_rows_are_told_apart(rows: list[dict[str, Any]], tmp_path: Pat
 def test_corrected_row_supersedes(
     rows: list[dict[str, Any]], summary: Path, tmp_path: Path, ledger: Ledger
 ) -> None:
-    run_import(ledger, SOURCE, [summary])
+    ingest(ledger, SOURCE, [summary])
     fixed = [dict(r) for r in rows]
     fixed[0]["Performance_Result"] = 3100.5
     path = tmp_path / "summary_results.json"
     path.write_text(json.dumps(fixed))
-    result, _ = run_import(ledger, SOURCE, [path])
+    result, _ = ingest(ledger, SOURCE, [path])
     assert (result.runs_appended, result.superseded, result.runs_known) == (1, 1, 936)
     old, new = mlperf.plan([summary]).runs[0], mlperf.plan([path]).runs[0]
     view = run_view(ledger.store.session, old.run.digest)

@@ -16,9 +16,9 @@ import pytest
 from events import identify
 from events.documents import KernelIdentity
 from projections.queries import list_runs, rank_of, resolve_run, run_view
+from service.app.ingest import ingest
 from service.errors import InvalidInput, UsageError
 from service.ingest import solexecbench
-from service.ingest.api import run_import
 from service.ledger import Ledger, init_data_dir
 from service.verification import verify_log
 from tests.cli.conftest import Runner, bp  # noqa: F401
@@ -48,13 +48,13 @@ def test_corpus_records_operations_and_workloads(ledger: Ledger) -> None:
     assert plan.runs == []
     kinds = Counter(c.kind for c, _ in plan.manifests)
     assert kinds == {"OperationSpec": 21, "WorkloadCase": 95}  # one per definition, per line
-    result, rejected = run_import(ledger, SOURCE, [folder])
+    result, rejected = ingest(ledger, SOURCE, [folder])
     assert rejected == []
     # identical copies (examples/ and tests/samples/ share problems) are recorded once
     assert (result.manifests_appended, result.runs_appended) == (12 + 44, 0)
     assert ledger.store.size == result.size
     assert verify_log(ledger.data.db).ok
-    again, _ = run_import(ledger, SOURCE, [folder])
+    again, _ = ingest(ledger, SOURCE, [folder])
     assert again.entries == 0
 
 
@@ -69,7 +69,7 @@ def test_every_format_status_is_a_first_class_outcome() -> None:
 
 
 def test_traces(ledger: Ledger) -> None:
-    result, rejected = run_import(ledger, SOURCE, [FIXTURES])
+    result, rejected = ingest(ledger, SOURCE, [FIXTURES])
     assert rejected == []
     assert result.runs_appended == 11 + 4
     conn = ledger.store.session
@@ -134,7 +134,7 @@ def test_leaderboard_follows_the_seed(seed_manifest: dict[str, Any], ledger: Led
         assert set(spec) == set(seed)
         assert item.given["workload"].kind == "WorkloadSuite"
         assert item.run.name == f"sol-submission-{spec['sourceNative']['externalId']}"
-    run_import(ledger, SOURCE, [FIXTURES])
+    ingest(ledger, SOURCE, [FIXTURES])
     conn = ledger.store.session
     best = run_view(conn, resolve_run(conn, f"{SOURCE}:90003"))
     hack = run_view(conn, resolve_run(conn, f"{SOURCE}:90004"))
@@ -168,9 +168,9 @@ def test_invalid_rows_refuse_the_import(fixtures: Path, ledger: Ledger) -> None:
 
     _rewrite(fixtures / "traces.jsonl", break_traces)
     with pytest.raises(InvalidInput) as caught:
-        run_import(ledger, SOURCE, [fixtures])
+        ingest(ledger, SOURCE, [fixtures])
     assert len(caught.value.details["report"]) == 2  # type: ignore[arg-type]
-    result, rejected = run_import(ledger, SOURCE, [fixtures], skip_invalid=True)
+    result, rejected = ingest(ledger, SOURCE, [fixtures], skip_invalid=True)
     assert [r.row for r in rejected] == ["line 1", "line 2"]
     assert "unknown status 'MAYBE'" in rejected[0].reason
     assert "no_such_problem" in rejected[1].reason
@@ -178,14 +178,14 @@ def test_invalid_rows_refuse_the_import(fixtures: Path, ledger: Ledger) -> None:
 
 
 def test_corrected_submission_supersedes(fixtures: Path, ledger: Ledger) -> None:
-    run_import(ledger, SOURCE, [FIXTURES])
+    ingest(ledger, SOURCE, [FIXTURES])
     old = resolve_run(ledger.store.session, f"{SOURCE}:90002")
 
     def correct(doc: dict[str, Any]) -> None:
         doc["kernels"][0]["submissions"][1]["latency_ms"] = 0.0047
 
     _rewrite(fixtures / "leaderboard.json", correct)
-    result, _ = run_import(ledger, SOURCE, [fixtures])
+    result, _ = ingest(ledger, SOURCE, [fixtures])
     assert (result.runs_appended, result.superseded) == (1, 1)
     (new,) = [
         i.run.digest for i in solexecbench.plan([fixtures]).runs if i.origin.externalId == "90002"

@@ -15,11 +15,12 @@ from events.errors import LogCorrupted, LogError
 from events.types import ManifestRecorded, Origin, RunRetracted, RunSuperseded
 from keys import SigningKey
 from projections import schema
+from projections.compare import table_digest
 from projections.materialize import Materializer
 from projections.queries import run_view
 from projections.shards import Unshardable, rebuild_sharded, shard_of
+from service.app.replay import replay
 from service.ledger import Ledger
-from service.replay import replay, table_digest
 from tests.builders import attestation, bundle, ingest_event, key_registration, rerun
 
 
@@ -123,8 +124,10 @@ def test_a_malformed_leaf_is_named_as_the_plain_rebuild_names_it(ledger: Ledger)
 
 
 def test_a_worker_that_cannot_read_the_log_is_an_error(tmp_path: Path) -> None:
+    unreadable = tmp_path / "folder.db"  # there, but SQLite cannot open it
+    unreadable.mkdir()
     with pytest.raises(LogError, match="a rebuild worker failed: OperationalError"):
-        rebuild_sharded(tmp_path / "absent.db", 3, tmp_path, workers=2)
+        rebuild_sharded(unreadable, 3, tmp_path, workers=2)
 
 
 def test_a_log_shorter_than_asked_is_an_error(ledger: Ledger, tmp_path: Path) -> None:

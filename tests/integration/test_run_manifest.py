@@ -1,5 +1,5 @@
-"""A run's own manifest is kept once, in its run.ingested entry: ``queries.manifest`` reads it
-there, as of any tree size; the projections copy only the manifests runs reference."""
+"""A run's own manifest is kept once, in its run.ingested entry: ``queries.run_manifest`` reads
+it there, as of any tree size; the projections copy only the manifests runs reference."""
 
 from __future__ import annotations
 
@@ -14,9 +14,12 @@ def test_a_run_manifest_is_read_from_its_entry_as_of_any_size(ledger: Ledger) ->
     parts = bundle(group=2, author=1, value=1234)
     ledger.append([(ingest_event(parts), parts["run"].digest)])
     digest = parts["run"].digest
-    assert queries.manifest(conn, digest) == parts["run"].manifest
-    assert queries.manifest(conn, digest, ledger.store.size) == parts["run"].manifest
-    assert queries.manifest(conn, digest, before) is None  # not yet in the log then
+    assert queries.run_manifest(conn, ledger.store, digest) == parts["run"].manifest
+    assert (
+        queries.run_manifest(conn, ledger.store, digest, ledger.store.size) == parts["run"].manifest
+    )
+    # Not yet in the log then.
+    assert queries.run_manifest(conn, ledger.store, digest, before) is None
     stored = conn.execute("SELECT count(*) FROM p_manifests WHERE digest = ?", (digest,))
     assert stored.fetchone()[0] == 0
     # The manifests it references are projected as before.
@@ -31,7 +34,7 @@ def test_projections_of_another_format_are_rebuilt_when_the_ledger_opens(
     """Projections written by an older version of the folds (here: format 1, which copied run
     manifests into p_manifests, and had no format row) are rebuilt from the log on open."""
     from projections.materialize import FORMAT
-    from service.replay import replay
+    from service.app.replay import replay
 
     parts = bundle(group=1, author=2, value=4321)
     ledger.append([(ingest_event(parts), parts["run"].digest)])
@@ -63,6 +66,8 @@ def test_projections_of_another_format_are_rebuilt_when_the_ledger_opens(
             "SELECT count(*) FROM p_manifests WHERE digest = ?", (parts["run"].digest,)
         )
         assert rows.fetchone()[0] == 0
-        assert queries.manifest(conn, parts["run"].digest) == parts["run"].manifest
+        assert (
+            queries.run_manifest(conn, reopened.store, parts["run"].digest) == parts["run"].manifest
+        )
     finally:
         reopened.close()

@@ -17,9 +17,10 @@ from events.port import stored_entries
 from events.types import ManifestRecorded, Origin, ReportFiled, RunRetracted, RunSuperseded
 from keys import SigningKey
 from projections import queries, schema
+from projections.compare import table_digest
 from projections.materialize import Materializer
+from service.app.replay import replay
 from service.ledger import Ledger, init_data_dir
-from service.replay import replay, table_digest
 from tests.builders import attestation, bundle, ingest_event, key_registration, rerun, signed_event
 
 RERUNNERS = [SigningKey.from_seed(bytes([i]) * 32) for i in (1, 2)]

@@ -36,13 +36,13 @@ def test_leaves_a_disabled_collector_disabled() -> None:
 def test_replay_and_import_run_with_it_and_give_it_back(tmp_path: object) -> None:
     from pathlib import Path
 
-    from service.ingest.api import run_import
+    from service.app.ingest import ingest
     from service.ledger import init_data_dir
     from tests.corpora import shared_file
 
     ledger, _ = init_data_dir(Path(str(tmp_path)) / "d")
     with ledger:
-        run_import(ledger, "manifest", [shared_file("seed-manifest.json")])
+        ingest(ledger, "manifest", [shared_file("seed-manifest.json")])
         assert gc.isenabled()
         conn = ledger.store.session
         conn.execute("BEGIN IMMEDIATE")

@@ -1,0 +1,76 @@
+"""Reads of the projections, each as the view stood at a tree size (``as_of``).
+
+Every read is an index lookup on version rows (``valid_from <= p`` and ``valid_to`` NULL or
+``> p``), never a replay. ``as_of=None`` means the current state. The modules split the reads
+by topic (runs, groups, manifests, moderation, the pages' search, the importers' lookups, the
+keyring, the projections' state); every public name is re-exported here, so callers write
+``from projections import queries`` and ``queries.run_view(...)``.
+"""
+
+from __future__ import annotations
+
+from projections.queries.groups import (
+    GroupSummary,
+    Ranked,
+    StandingsCache,
+    all_ranks,
+    group,
+    leader_history,
+    rank_of,
+    ranked_members,
+)
+from projections.queries.keys import keyring
+from projections.queries.lookups import (
+    known_manifests,
+    latest_for_row,
+    registered_sources,
+    run_exists,
+)
+from projections.queries.manifests import manifest, run_manifest
+from projections.queries.moderation import Attestation, Report, attestations, reports
+from projections.queries.runs import (
+    aliases_of,
+    all_aliases,
+    has_runs,
+    list_runs,
+    resolve_run,
+    run_versions,
+    run_view,
+)
+from projections.queries.search import Source, hardware_names, search_runs, sources
+from projections.queries.state import current_size, stored_format
+
+__all__ = [
+    "Attestation",
+    "GroupSummary",
+    "Ranked",
+    "Report",
+    "Source",
+    "StandingsCache",
+    "aliases_of",
+    "all_aliases",
+    "all_ranks",
+    "attestations",
+    "current_size",
+    "group",
+    "hardware_names",
+    "has_runs",
+    "keyring",
+    "known_manifests",
+    "latest_for_row",
+    "leader_history",
+    "list_runs",
+    "manifest",
+    "rank_of",
+    "ranked_members",
+    "registered_sources",
+    "reports",
+    "resolve_run",
+    "run_exists",
+    "run_manifest",
+    "run_versions",
+    "run_view",
+    "search_runs",
+    "sources",
+    "stored_format",
+]

@@ -1,0 +1,187 @@
+"""Reads of comparison groups: a group as it stood, its ranked members, a run's rank in it,
+every run's rank at once, and the history of its leaders."""
+
+from __future__ import annotations
+
+import bisect
+import sqlite3
+from collections.abc import Iterator
+from typing import Any
+
+import msgspec
+
+from projections.errors import UnknownGroup
+from projections.queries._asof import LIVE, RUN, at
+from projections.queries.state import current_size
+from projections.views import LeaderChange, RunView
+
+__all__ = [
+    "GroupSummary",
+    "Ranked",
+    "StandingsCache",
+    "all_ranks",
+    "group",
+    "leader_history",
+    "rank_of",
+    "ranked_members",
+]
+
+
+class Ranked(msgspec.Struct, frozen=True):
+    """A run's place in its group: dense rank ``rank`` of ``of`` distinct values, among
+    ``members`` eligible runs."""
+
+    rank: int
+    of: int
+    members: int
+    leader: str | None
+
+
+class _Standings(msgspec.Struct, frozen=True):
+    values: list[float]  # distinct values, best first (negated for higher-is-better)
+    members: int
+    leader: str | None
+
+
+StandingsCache = dict[tuple[str, int], _Standings]
+"""A group's standings as of a tree size never change once computed, so a reader of one
+database may keep them by (group, size): a rank is then a binary search, flat with the group's
+size. The cache belongs to the caller (one per database)."""
+
+
+def _standings(
+    conn: sqlite3.Connection, key: str, p: int, sign: float, cache: StandingsCache | None
+) -> _Standings:
+    if cache is not None:
+        found = cache.get((key, p))
+        if found is not None:
+            return found
+    rows = conn.execute(
+        f"SELECT primary_value FROM p_runs WHERE group_key = ? AND eligible = 1 AND {LIVE}",
+        (key, p, p),
+    ).fetchall()
+    leader = conn.execute(
+        f"SELECT leader FROM p_groups WHERE group_key = ? AND {LIVE}", (key, p, p)
+    ).fetchone()
+    found = _Standings(
+        sorted({sign * r[0] for r in rows}), len(rows), leader[0] if leader else None
+    )
+    if cache is not None:
+        if len(cache) > 20_000:
+            cache.clear()
+        cache[(key, p)] = found
+    return found
+
+
+def rank_of(
+    conn: sqlite3.Connection,
+    view: RunView,
+    as_of: int | None = None,
+    cache: StandingsCache | None = None,
+) -> Ranked | None:
+    """Dense rank of an eligible run in its group (ties only on equal values); ``cache`` keeps
+    group standings between calls on the same database."""
+    key = view.group_key
+    if not view.eligible or key is None or view.primaryValue is None:
+        return None
+    p = current_size(conn) if as_of is None else as_of
+    sign = -1.0 if view.direction == "higher" else 1.0
+    standing = _standings(conn, key, p, sign, cache)
+    rank = bisect.bisect_left(standing.values, sign * view.primaryValue) + 1
+    return Ranked(rank, len(standing.values), standing.members, standing.leader)
+
+
+class GroupSummary(msgspec.Struct, frozen=True):
+    """A comparison group at a tree size: what it compares, its members and its leader."""
+
+    comparisonKey: str
+    kind: str
+    metricKey: str
+    direction: str
+    members: int
+    leader: str | None
+    best: float | None
+    policyVersion: str
+
+
+def group(conn: sqlite3.Connection, key: str, as_of: int | None = None) -> GroupSummary:
+    """A comparison group as it stood at ``as_of``.
+
+    Raises:
+        UnknownGroup: no group has that key then.
+    """
+    p = at(as_of)
+    row = conn.execute(
+        "SELECT kind, metric_key, direction, leader, best, policy_version FROM p_groups"
+        f" WHERE group_key = ? AND {LIVE}",
+        (key, p, p),
+    ).fetchone()
+    if row is None:
+        raise UnknownGroup(f"no comparison group {key!r}", key=key)
+    # The group's version changes with its leader; its members are its eligible run versions.
+    (members,) = conn.execute(
+        f"SELECT count(*) FROM p_runs WHERE group_key = ? AND eligible = 1 AND {LIVE}",
+        (key, p, p),
+    ).fetchone()
+    kind, metric, direction, leader, best, policy = row
+    return GroupSummary(key, kind, metric, direction, members, leader, best, policy)
+
+
+def ranked_members(
+    conn: sqlite3.Connection, key: str, as_of: int | None = None
+) -> list[tuple[int, RunView]]:
+    """The eligible runs of a group, best first, with their dense ranks."""
+    p = at(as_of)
+    rows = conn.execute(
+        f"SELECT view, direction FROM p_runs WHERE group_key = ? AND eligible = 1 AND {LIVE}",
+        (key, p, p),
+    ).fetchall()
+    views = [RUN.decode(r[0]) for r in rows]
+    if not views:
+        return []
+    sign = -1.0 if views[0].direction == "higher" else 1.0
+    views.sort(key=lambda v: (sign * (v.primaryValue or 0.0), v.observedAt, v.runDigest))
+    out, rank, last = [], 0, None
+    for v in views:
+        if v.primaryValue != last:
+            rank += 1
+            last = v.primaryValue
+        out.append((rank, v))
+    return out
+
+
+def all_ranks(conn: sqlite3.Connection, as_of: int | None = None) -> dict[str, tuple[int, int]]:
+    """Dense rank and distinct-value count of every eligible run, in one scan."""
+    p = at(as_of)
+    groups: dict[str, list[tuple[float, str, str]]] = {}
+    for key, value, digest, direction in conn.execute(
+        f"SELECT group_key, primary_value, run_digest, direction FROM p_runs WHERE eligible = 1 AND {LIVE}",
+        (p, p),
+    ):
+        groups.setdefault(key, []).append((value, digest, direction))
+    out: dict[str, tuple[int, int]] = {}
+    for members in groups.values():
+        sign = -1.0 if members[0][2] == "higher" else 1.0
+        values = sorted({sign * m[0] for m in members})
+        position = {v: i + 1 for i, v in enumerate(values)}
+        for value, digest, _ in members:
+            out[digest] = (position[sign * value], len(values))
+    return out
+
+
+def leader_history(
+    conn: sqlite3.Connection, key: str | None = None, as_of: int | None = None
+) -> Iterator[LeaderChange]:
+    """Leader changes of one group (kernel comparison group or serving cohort), or of every
+    kernel comparison group (KernelIndex keeps leader history for those only), ordered by group
+    and ``at``."""
+    p = at(as_of)
+    where = f"{LIVE}" + (" AND group_key = ?" if key else " AND kind = 'BenchmarkRun'")
+
+    params: tuple[Any, ...] = (p, p, key) if key else (p, p)
+    for row in conn.execute(
+        "SELECT group_key, run_digest, at, cause, policy_version, previous_run_digest FROM p_leaders"
+        f" WHERE {where} ORDER BY group_key, at, run_digest",
+        params,
+    ):
+        yield LeaderChange(row[0], row[1], row[2], row[3], row[4], row[5])

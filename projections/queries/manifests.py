@@ -1,0 +1,51 @@
+"""Manifests as the log held them: those the projections copied (the ones runs reference), and
+a run's own manifest, which stays in its ``run.ingested`` entry (it is in the log once)."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from events.decoding import decode_event
+from events.entries import read_entry
+from events.port import LogReader
+from events.types import RunIngested
+from projections.queries._asof import JSON, at
+
+__all__ = ["manifest", "run_manifest"]
+
+
+def manifest(
+    conn: sqlite3.Connection, digest: str, as_of: int | None = None
+) -> dict[str, Any] | None:
+    """The manifest with spec digest ``digest`` that the projections hold, if the log held it
+    at ``as_of``. A run's own manifest is not among them: ``run_manifest`` reads it."""
+    row = conn.execute(
+        "SELECT body FROM p_manifests WHERE digest = ? AND valid_from <= ?", (digest, at(as_of))
+    ).fetchone()
+    if row is None:
+        return None
+    body: dict[str, Any] = JSON.decode(row[0])
+    return body
+
+
+def run_manifest(
+    conn: sqlite3.Connection, log: LogReader, digest: str, as_of: int | None = None
+) -> dict[str, Any] | None:
+    """The manifest of the run ``digest``, if the log held the run at ``as_of``: read from the
+    run's ``run.ingested`` entry in ``log`` (the projections say where it is)."""
+    # A run's first version is made by its run.ingested entry at position valid_from - 1.
+    row = conn.execute(
+        "SELECT min(valid_from) FROM p_runs WHERE run_digest = ? AND valid_from <= ?",
+        (digest, at(as_of)),
+    ).fetchone()
+    if row[0] is None:
+        return None
+    seq = int(row[0]) - 1
+    leaf = log.leaf(seq)
+    if leaf is None:
+        return None
+    event = decode_event(read_entry(leaf, position=seq))
+    if not isinstance(event, RunIngested) or event.runDigest != digest:
+        return None
+    return event.manifests["run"]

@@ -1,0 +1,27 @@
+"""How far the projections have got, and in which format: the reads of ``p_state``.
+
+``p_state`` holds one row per name: ``all`` (the tree size the projections have applied) and
+``format`` (the format number of the folds that wrote them, ``projections.materialize.FORMAT``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+__all__ = ["current_size", "stored_format"]
+
+
+def _state(conn: sqlite3.Connection, name: str) -> int | None:
+    row = conn.execute("SELECT position FROM p_state WHERE projection = ?", (name,)).fetchone()
+    return None if row is None else int(row[0])
+
+
+def current_size(conn: sqlite3.Connection) -> int:
+    """The tree size the projections have applied (0 before any)."""
+    return _state(conn, "all") or 0
+
+
+def stored_format(conn: sqlite3.Connection) -> int | None:
+    """The format number of the folds that wrote the projections (``None``: written before
+    formats were recorded, or never written)."""
+    return _state(conn, "format")

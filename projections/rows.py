@@ -1,0 +1,231 @@
+"""The projection rows the fold reads and writes, as SQL: the one place that loads current
+state for a batch (run views, waiting runs, a group's state, the keyring) and writes what the
+batch gathered (``projections.changes.RowChanges``).
+
+Loads are by primary key or in chunks of 500 digests; writes are one ``executemany`` per
+statement, at the end of a batch.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+
+import msgspec
+
+from projections import schema
+from projections.changes import RowChanges
+from projections.keyring import KeyView
+from projections.queries import keyring
+from projections.views import GroupView, LeaderChange, Member, RunView
+
+__all__ = ["LoadedGroup", "RowStore"]
+
+_ENC = msgspec.json.Encoder()
+_RUN = msgspec.json.Decoder(RunView)
+
+# ``records.Update`` statements by name.
+_UPDATES = {
+    "attestation_withdrawn": "UPDATE p_attestations SET withdrawn_at = ?, reason = ? WHERE id = ? AND withdrawn_at IS NULL",
+    "attestation_hidden": "UPDATE p_attestations SET hidden_at = ?, reason = ? WHERE id = ? AND hidden_at IS NULL",
+    "report_resolved": "UPDATE p_reports SET resolved_at = ?, resolution = ?, note = ? WHERE id = ? AND resolved_at IS NULL",
+}
+
+
+class LoadedGroup(msgspec.Struct, frozen=True):
+    """A group's current state in the database: its view, its eligible members (walk order)
+    and the valid_from of each current leader row, by (run, previous run, at)."""
+
+    view: GroupView
+    members: list[Member]
+    leader_rows: dict[tuple[str, str | None, str], int]
+
+
+class RowStore:
+    """Reads and writes the projection tables of one connection, in the caller's
+    transaction."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    # --- loading ---------------------------------------------------------------------------
+
+    def keys(self) -> dict[str, KeyView]:
+        """Every key the projection knows."""
+        return keyring(self.conn)
+
+    def current_run(self, digest: str) -> RunView | None:
+        """The current view of one run, if the database holds it."""
+        row = self.conn.execute(
+            "SELECT view FROM p_runs WHERE run_digest = ? AND valid_to IS NULL", (digest,)
+        ).fetchone()
+        return None if row is None else _RUN.decode(row[0])
+
+    def current_runs(self, digests: Sequence[str]) -> Iterator[tuple[str, RunView | None]]:
+        """``(digest, current view or None)`` of each of ``digests``, 500 per query."""
+        for i in range(0, len(digests), 500):
+            chunk = digests[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            found = {
+                digest: body
+                for digest, body in self.conn.execute(
+                    f"SELECT run_digest, view FROM p_runs WHERE valid_to IS NULL AND run_digest IN ({marks})",  # noqa: S608
+                    chunk,
+                )
+            }
+            for digest in chunk:
+                body = found.get(digest)
+                yield digest, None if body is None else _RUN.decode(body)
+
+    def waiting(self) -> Iterator[tuple[str, str]]:
+        """Every ``(awaited digest, waiting run)``."""
+        yield from self.conn.execute("SELECT digest, run_digest FROM p_waiting")
+
+    def waiting_on(self, digest: str) -> Iterator[str]:
+        """The runs waiting on ``digest``."""
+        for (run,) in self.conn.execute(
+            "SELECT run_digest FROM p_waiting WHERE digest = ?", (digest,)
+        ):
+            yield run
+
+    def has_groups(self) -> bool:
+        """Whether the database holds any group."""
+        return self.conn.execute("SELECT 1 FROM p_groups LIMIT 1").fetchone() is not None
+
+    def group(self, key: str) -> LoadedGroup | None:
+        """The current state of group ``key``, if the database holds it."""
+        meta = self.conn.execute(
+            "SELECT kind, metric_key, direction, best, policy_version FROM p_groups"
+            " WHERE group_key = ? AND valid_to IS NULL",
+            (key,),
+        ).fetchone()
+        if meta is None:
+            return None
+        members = sorted(
+            Member(obs, digest, value)
+            for obs, digest, value in self.conn.execute(
+                "SELECT observed_at, run_digest, primary_value FROM p_runs"
+                " WHERE group_key = ? AND eligible = 1 AND valid_to IS NULL",
+                (key,),
+            )
+        )
+        rows = self.conn.execute(
+            "SELECT run_digest, previous_run_digest, at, cause, policy_version, valid_from"
+            " FROM p_leaders WHERE group_key = ? AND valid_to IS NULL ORDER BY at, run_digest",
+            (key,),
+        ).fetchall()
+        history = tuple(LeaderChange(key, r[0], r[2], r[3], r[4], r[1]) for r in rows)
+        value_of = {m.runDigest: m.value for m in members}
+        values = tuple(value_of[h.runDigest] for h in history)
+        view = GroupView(key, meta[1], meta[2], meta[0], history, values, meta[4])
+        return LoadedGroup(view, members, {(r[0], r[1], r[2]): r[5] for r in rows})
+
+    # --- writing ---------------------------------------------------------------------------
+
+    def write(self, changes: RowChanges) -> None:
+        """Write what a batch gathered."""
+        conn = self.conn
+        conn.executemany(
+            "UPDATE p_runs SET valid_to = ? WHERE run_digest = ? AND valid_to IS NULL",
+            [(v, k) for k, v in changes.runs.close_db.items()],
+        )
+        conn.executemany(
+            "INSERT INTO p_runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            [
+                (
+                    digest,
+                    valid_from,
+                    valid_to,
+                    view.kind,
+                    view.group_key,
+                    int(view.eligible),
+                    view.primaryValue,
+                    view.direction,
+                    view.observedAt,
+                    view.source,
+                    view.evidenceLevel,
+                    view.hardware,
+                    view.status,
+                    _ENC.encode(view),
+                )
+                for digest, versions in changes.runs.rows.items()
+                for valid_from, valid_to, view in versions
+            ],
+        )
+        conn.executemany(
+            "UPDATE p_groups SET valid_to = ? WHERE group_key = ? AND valid_to IS NULL",
+            [(v, k) for k, v in changes.groups.close_db.items()],
+        )
+        conn.executemany(
+            "INSERT INTO p_groups VALUES (?,?,?,?,?,?,?,?,?)",
+            [
+                (
+                    key,
+                    valid_from,
+                    valid_to,
+                    g.kind,
+                    g.metricKey,
+                    g.direction,
+                    g.leader,
+                    g.best,
+                    g.policyVersion,
+                )
+                for key, versions in changes.groups.rows.items()
+                for valid_from, valid_to, g in versions
+            ],
+        )
+        conn.executemany(
+            "UPDATE p_leaders SET valid_to = ? WHERE group_key = ? AND run_digest = ? AND valid_from = ?",
+            changes.leaders_closed,
+        )
+        conn.executemany(
+            "INSERT INTO p_leaders VALUES (?,?,?,?,?,?,?,?,?)", list(changes.leaders_new.values())
+        )
+        conn.executemany(
+            "DELETE FROM p_waiting WHERE digest = ? AND run_digest = ?", sorted(changes.waiting_del)
+        )
+        conn.executemany(
+            "INSERT OR IGNORE INTO p_waiting VALUES (?, ?)", sorted(changes.waiting_add)
+        )
+        conn.executemany("INSERT OR IGNORE INTO p_aliases VALUES (?, ?, ?)", changes.aliases)
+        conn.executemany(
+            "INSERT OR IGNORE INTO p_manifests VALUES (?, ?, ?, ?, ?)",
+            [(d, *rest) for d, rest in changes.manifests.items()],
+        )
+        for table, rows in changes.inserts.items():
+            marks = ",".join("?" * len(rows[0]))
+            conn.executemany(f"INSERT OR IGNORE INTO {table} VALUES ({marks})", rows)  # noqa: S608
+        for what, rows in changes.updates.items():
+            conn.executemany(_UPDATES[what], rows)
+        if changes.keys is not None:
+            conn.executemany(
+                "INSERT OR REPLACE INTO p_keys VALUES (?,?,?,?,?,?,?,?)",
+                [
+                    (
+                        k.keyId,
+                        k.role,
+                        k.name,
+                        k.publicKey,
+                        k.since,
+                        k.until,
+                        k.revokedReason,
+                        k.rotatedTo,
+                    )
+                    for k in changes.keys.values()
+                ],
+            )
+
+    def set_state(self, position: int, format_: int) -> None:
+        """Record that the projections have applied ``position`` entries, folded in format
+        ``format_`` (the rows ``projections.queries.current_size`` and ``stored_format`` read)."""
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO p_state VALUES (?, ?)", [("all", position), ("format", format_)]
+        )
+
+    def copy_rebuilt(self, rebuilt: sqlite3.Connection, schemas: Sequence[str]) -> None:
+        """Copy every projection table that ``rebuilt`` reads from its attached ``schemas``
+        (``schema.rebuilt_rows``) into this connection's (empty) tables."""
+        for table in schema.TABLES:
+            rows = rebuilt.execute(schema.rebuilt_rows(schemas, table))
+            marks = ",".join("?" * len(rows.description))
+            self.conn.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)  # noqa: S608
