@@ -188,7 +188,8 @@ def test_ambiguous_alias_is_an_html_300(browser: Any, server: Server, page: Any)
     assert "names several runs" in page.locator("h1").inner_text()
     links = page.locator("main table a")
     assert links.count() == count
-    links.first.click()
+    with page.expect_navigation():
+        links.first.click()
     assert page.locator("section#identity").count() == 1
 
 
