@@ -37,7 +37,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from pathlib import Path
 from typing import IO, Any, BinaryIO, NamedTuple
@@ -51,12 +51,20 @@ from projections import schema
 from projections.batch import RUN_SUBJECTS, Batch, GroupSeed
 from projections.groups import MemberChange
 from projections.keyring import KeyView
-from projections.materialize import FORMAT
+from projections.materialize import FORMAT, Materializer
 from projections.rows import RowStore
 from projections.runs import Context
 from projections.views import Direction
 
-__all__ = ["Change", "Unshardable", "open_scratch", "rebuild_sharded", "shard_of"]
+__all__ = [
+    "Change",
+    "Unshardable",
+    "open_rebuilt",
+    "open_scratch",
+    "rebuild_in_one",
+    "rebuild_sharded",
+    "shard_of",
+]
 
 
 class Unshardable(LogError):
@@ -89,6 +97,36 @@ def open_scratch(path: Path) -> sqlite3.Connection:
         conn.execute(f"PRAGMA {pragma}")
     schema.create(conn, indexes=False)
     return conn
+
+
+def open_rebuilt(paths: Sequence[Path]) -> tuple[sqlite3.Connection, list[str]]:
+    """A connection that reads a sharded rebuild (``rebuild_sharded``'s paths: the shards, then
+    the groups' database), and the schemas a table's rows come from (``schema.rebuilt_rows``)."""
+    *shards, groups = paths
+    conn = sqlite3.connect(groups, isolation_level=None)
+    for i, path in enumerate(shards):
+        conn.execute("ATTACH DATABASE ? AS ?", (str(path), f"s{i}"))
+    return conn, [*(f"s{i}" for i in range(len(shards))), "main"]
+
+
+def rebuild_in_one(
+    path: Path, entries: Iterable[StoredEntry], *, batch_size: int = 4000
+) -> tuple[sqlite3.Connection, list[str]]:
+    """Rebuild every projection from ``entries`` (the log from position 0) into a fresh scratch
+    database at ``path``, in this process; return a connection that reads it and its schema.
+
+    Raises:
+        LogCorrupted, EventError: an entry does not read or decode.
+    """
+    conn = open_scratch(path)
+    try:
+        conn.execute("BEGIN")
+        Materializer(conn).rebuild(entries, batch_size=batch_size, indexes=False)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.close()
+        raise
+    return conn, ["main"]
 
 
 class _Seed(NamedTuple):

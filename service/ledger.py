@@ -28,7 +28,7 @@ from keys import KeyFileError, SigningKey, generate_key_file, load_private_key
 from keys.notekeys import valid_key_name
 from projections.materialize import Materializer
 from projections.queries import keyring
-from projections.shards import Unshardable, open_scratch, rebuild_sharded
+from projections.shards import Unshardable, open_rebuilt, rebuild_in_one, rebuild_sharded
 from service.config import DEFAULT_ORIGIN, DataDir
 from service.errors import NotInitialised, UsageError
 from service.signing import Signers, envelope_signer
@@ -155,26 +155,15 @@ class Ledger:
         """
         if _parallel(size, parallel):
             try:
-                *shards, groups = rebuild_sharded(
+                paths = rebuild_sharded(
                     self.data.db, size, folder, workers=_WORKERS, batch=batch_size
                 )
             except Unshardable:
                 pass  # a log its subjects cannot split: one process does it below
             else:
-                conn = sqlite3.connect(groups, isolation_level=None)
-                for i, path in enumerate(shards):
-                    conn.execute("ATTACH DATABASE ? AS ?", (str(path), f"s{i}"))
-                return conn, [*(f"s{i}" for i in range(len(shards))), "main"]
-        conn = open_scratch(folder / "all.db")
-        try:
-            conn.execute("BEGIN")
-            entries = stored_entries(self.store, 0, size)
-            Materializer(conn).rebuild(entries, batch_size=batch_size, indexes=False)
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.close()
-            raise
-        return conn, ["main"]
+                return open_rebuilt(paths)
+        entries = stored_entries(self.store, 0, size)
+        return rebuild_in_one(folder / "all.db", entries, batch_size=batch_size)
 
     def _catch_up(self) -> None:
         """Rebuild projections written in another format (by an older version of the folds);
