@@ -28,6 +28,7 @@ from events.identity import (
 )
 from events.manifests import ERROR_PATH, KIND_OF, AnyManifest, readable, validate
 from events.normalize import normalize
+from events.references import KERNEL_REFS, SERVING_REFS, roles
 from events.yamlcore import load_yaml
 
 __all__ = [
@@ -285,12 +286,7 @@ def _single(m: Checked) -> ManifestIdentity | KernelIdentity | ServingIdentity:
 
 def _kernel(parts: dict[str, Checked], run: Checked, source: str) -> KernelIdentity:
     spec = run.manifest["spec"]
-    for role, field in (
-        ("protocol", "protocolDigest"),
-        ("environment", "environmentDigest"),
-        ("workload", "workloadDigest"),
-        ("implementation", "implementationDigest"),
-    ):
+    for role, field in KERNEL_REFS.items():
         _declared(source, field, spec[field], parts.get(role))
     workload, operation = parts.get("workload"), parts.get("operation")
     operation_digest = correctness = comparison = None
@@ -316,11 +312,7 @@ def _kernel(parts: dict[str, Checked], run: Checked, source: str) -> KernelIdent
             correctness=correctness,  # type: ignore[arg-type]
             metric=metric,
         )
-    unresolved = [
-        r
-        for r in ("protocol", "environment", "workload", "implementation", "operation")
-        if r not in parts
-    ]
+    unresolved = [r for r in roles(run.kind) if r not in parts]
     return KernelIdentity(
         run.kind,
         run.name,
@@ -340,11 +332,7 @@ def _kernel(parts: dict[str, Checked], run: Checked, source: str) -> KernelIdent
 
 def _serving(parts: dict[str, Checked], run: Checked, source: str) -> ServingIdentity:
     spec = run.manifest["spec"]
-    for role, field in (
-        ("model", "modelDigest"),
-        ("configuration", "configurationDigest"),
-        ("workload", "workloadDigest"),
-    ):
+    for role, field in SERVING_REFS.items():
         _declared(source, field, spec[field], parts.get(role))
     model, workload = parts.get("model"), parts.get("workload")
     protocol = serving_protocol_key(run.manifest, workload.manifest) if workload else None
@@ -353,7 +341,8 @@ def _serving(parts: dict[str, Checked], run: Checked, source: str) -> ServingIde
         if model is not None and workload is not None
         else None
     )
-    unresolved = [r for r in ("model", "configuration", "workload") if r not in parts]
+    # A serving bundle names its model, configuration and workload; the stack is not bundled.
+    unresolved = [r for r in SERVING_REFS if r not in parts]
     return ServingIdentity(
         run.kind,
         run.name,

@@ -28,7 +28,6 @@ from events.entries import Pending, StoredEntry
 
 __all__ = [
     "Appended",
-    "Checkpoint",
     "ChunkSigner",
     "EntryHeader",
     "EntryRow",
@@ -38,6 +37,7 @@ __all__ = [
     "Mirrored",
     "NoteSigner",
     "Projector",
+    "SignedCheckpoint",
     "stored_entries",
 ]
 
@@ -65,7 +65,7 @@ class Appended(msgspec.Struct, frozen=True):
     payloadDigest: str
 
 
-class Checkpoint(NamedTuple):
+class SignedCheckpoint(NamedTuple):
     """A signed checkpoint as stored: the tree size, the signed note (C2SP), the root it signs
     and when it was signed (the log's own recording time)."""
 
@@ -165,19 +165,24 @@ class LogReader(Protocol):
         """RFC 6962 consistency proof from ``old`` to ``new`` entries."""
         ...
 
-    def latest_checkpoint(self) -> Checkpoint | None:
+    def latest_checkpoint(self) -> SignedCheckpoint | None:
         """The newest checkpoint, or None before the first."""
         ...
 
-    def checkpoint(self, size: int) -> Checkpoint | None:
+    def checkpoint(self, size: int) -> SignedCheckpoint | None:
         """The checkpoint of exactly ``size`` entries, if one was signed."""
         ...
 
-    def checkpoint_at_or_below(self, size: int) -> Checkpoint | None:
+    def checkpoint_at_or_below(self, size: int) -> SignedCheckpoint | None:
         """The newest checkpoint of at most ``size`` entries."""
         ...
 
-    def checkpoints(self) -> Iterator[Checkpoint]:
+    def checkpoint_at_instant(self, instant: str) -> SignedCheckpoint | None:
+        """The newest checkpoint signed at or before ``instant`` (RFC 3339, the log's own
+        time): the one a reader could have held then."""
+        ...
+
+    def checkpoints(self) -> Iterator[SignedCheckpoint]:
         """Every checkpoint, by size."""
         ...
 
@@ -204,13 +209,17 @@ class LogStore(LogReader, Protocol[S_co]):
 
     def transaction(self) -> AbstractContextManager[S_co]:
         """One write transaction under the writer's lock: commits when the block ends, rolls
-        back (and forgets what it had appended) when it raises. Re-entrant: an inner block is
-        part of the outer one."""
+        back (and forgets what it had appended) when it raises, or when COMMIT fails.
+        Re-entrant: an inner block is part of the outer one, and an inner block that raised
+        dooms the whole transaction (it rolls back at the end with a LogError, even if the
+        caller caught the inner error)."""
         ...
 
     def snapshot(self) -> AbstractContextManager[S_co]:
         """A read snapshot for the block: the session sees the log and the projections as they
-        stood when it began; appends by others are neither seen nor blocked."""
+        stood when it began. Appends by other processes are neither seen nor blocked; this
+        handle's own writer waits until the block ends (one session cannot both read a snapshot
+        and write)."""
         ...
 
     def append(
@@ -236,7 +245,7 @@ class LogStore(LogReader, Protocol[S_co]):
         self,
         start: int,
         leaves: Sequence[bytes],
-        checkpoint: Checkpoint,
+        checkpoint: SignedCheckpoint,
         *,
         check: LeafCheck | None = None,
         project: Projector[S_co] | None = None,
@@ -255,7 +264,7 @@ class LogStore(LogReader, Protocol[S_co]):
         """
         ...
 
-    def publish_checkpoint(self, sign_checkpoint: NoteSigner, now: datetime) -> Checkpoint:
+    def publish_checkpoint(self, sign_checkpoint: NoteSigner, now: datetime) -> SignedCheckpoint:
         """Sign a checkpoint for the current size if the latest one is behind (or absent), and
         return the latest."""
         ...

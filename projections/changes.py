@@ -1,5 +1,5 @@
 """What a batch of entries changes in the projections, gathered in memory by the fold
-(``projections.materialize.Batch``) and written at the end of the batch in one go by
+(``projections.batch.Batch``) and written at the end of the batch in one go by
 ``projections.rows.RowStore.write``.
 
 A versioned row made by the entry at position ``s`` is valid from tree size ``s + 1``; a later

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from events.bulk import paused_gc
 from events.entries import StoredEntry
+from events.errors import LogError
 from projections import schema
 from projections.batch import RUN_SUBJECTS, Batch
 from projections.keyring import KeyView
@@ -75,7 +76,14 @@ class Materializer:
         self.rows.set_state(entries[-1].seq + 1, FORMAT)
 
     def __call__(self, conn: sqlite3.Connection, entries: Sequence[StoredEntry]) -> None:
-        """The store's projector hook."""
+        """The store's projector hook: ``conn`` is the store's session, which must be this
+        materialiser's connection (one transaction holds the entries and their projections).
+
+        Raises:
+            LogError: the store hands another session (the projections would commit apart).
+        """
+        if conn is not self.conn:
+            raise LogError("the projections must be written through the log's own session")
         self.apply(entries)
 
     def rebuild(

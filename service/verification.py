@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import sqlite3
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -27,9 +26,9 @@ import msgspec
 from events.bulk import paused_gc
 from events.checkpoints import parse_checkpoint_body
 from events.entries import EVENT_PAYLOAD_TYPE, INTOTO_PAYLOAD_TYPE, Entry, payload_digest
-from events.errors import EventError, LogError
+from events.errors import EventError, LogCorrupted, LogError
 from events.merkle import CompactRange, leaf_hash, node_hash
-from events.port import Checkpoint, LogReader
+from events.port import LogReader, SignedCheckpoint
 from events.stores.sqlite import SqliteLog
 from events.types import EVENT_DECODER, KeyRegistered, KeyRevoked, KeyRotated
 from keys import KeyringError, NoteVerifier, VerifyingKey, open_note, pae
@@ -142,7 +141,7 @@ class _Checker:
         self.size = 0
         self.edge: list[bytes] = []  # the compact range's nodes, largest subtree first
         self.nodes = {(level, index): h for level, index, h in log.nodes()}
-        self.stored_checkpoints: list[Checkpoint] = list(log.checkpoints())
+        self.stored_checkpoints: list[SignedCheckpoint] = list(log.checkpoints())
         self.checkpoint_roots = {c.size: c.root for c in self.stored_checkpoints}
         self.roots: dict[int, bytes] = {}
         self.last_recorded = ""
@@ -424,8 +423,8 @@ def _verify(log: LogReader, origin_hint: str | None) -> VerifyReport:
             checker.checkpoints(origin)
         finally:
             checker.pool.shutdown()
-    except sqlite3.DatabaseError as exc:  # the SQLite adapter reading a damaged file
-        report.findings.append(Finding(0, f"the database cannot be read: {exc}"))
+    except LogCorrupted as exc:  # a store that cannot read its own records (a damaged file)
+        report.findings.append(Finding(0, exc.detail))
     # By position; at one position, in the order found: the entry's own checks (columns, leaf,
     # signature) come before what they break further on (the tree nodes above it).
     report.findings.sort(key=lambda f: f.position)

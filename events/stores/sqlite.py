@@ -24,16 +24,16 @@ from events.errors import LogError
 from events.merkle import (
     leaf_hash,
 )
-from events.mirroring import check_mirrored
+from events.mirroring import check_mirrored, check_note_names
 from events.port import (
     Appended,
-    Checkpoint,
     ChunkSigner,
     LeafCheck,
     LogStore,
     Mirrored,
     NoteSigner,
     Projector,
+    SignedCheckpoint,
 )
 from events.stores.sqlite_reads import SqliteReads
 from events.stores.sqlite_schema import (
@@ -60,6 +60,7 @@ class SqliteLog(SqliteReads):
         super().__init__(conn, origin)
         self.path = path
         self._depth = 0
+        self._doomed = False
         self._checkpointer = None if readonly else Checkpointer(path)
 
     # --- opening -----------------------------------------------------------------------------
@@ -130,24 +131,41 @@ class SqliteLog(SqliteReads):
     def transaction(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
             if self._depth:
-                self._depth += 1
-                try:
-                    yield self._conn
-                finally:
-                    self._depth -= 1
+                yield from self._inner()
                 return
             self._conn.execute("BEGIN IMMEDIATE")
-            self._depth = 1
+            self._depth, self._doomed = 1, False
+            committed = False
             try:
                 yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                self._edge = self._load_edge()
-                raise
-            else:
+                if self._doomed:
+                    raise LogError(
+                        "a block inside this transaction failed: nothing of it is committed"
+                    )
                 self._conn.execute("COMMIT")
+                committed = True
             finally:
                 self._depth = 0
+                if not committed:
+                    # Whatever failed (the block, or COMMIT itself: SQLite may keep the
+                    # transaction open then), nothing of it stays, and the edge is re-read.
+                    try:
+                        if self._conn.in_transaction:
+                            self._conn.execute("ROLLBACK")
+                    finally:
+                        self._loaded = None
+
+    def _inner(self) -> Iterator[sqlite3.Connection]:
+        """A block inside an open transaction: if it raises, the whole transaction is doomed
+        (rolled back when it ends, even if the caller caught the error meanwhile)."""
+        self._depth += 1
+        try:
+            yield self._conn
+        except BaseException:
+            self._doomed = True
+            raise
+        finally:
+            self._depth -= 1
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection]:
@@ -263,9 +281,9 @@ class SqliteLog(SqliteReads):
         root = self._edge.root()
         note = sign_checkpoint(checkpoint_body(self.origin, self._edge.size, root))
         signed_at = max(format_instant(now), self._last_recorded())
-        self._store_checkpoint(Checkpoint(self._edge.size, note, root, signed_at))
+        self._store_checkpoint(SignedCheckpoint(self._edge.size, note, root, signed_at))
 
-    def _store_checkpoint(self, checkpoint: Checkpoint) -> None:
+    def _store_checkpoint(self, checkpoint: SignedCheckpoint) -> None:
         self._conn.execute(
             "INSERT OR IGNORE INTO checkpoints (size, root, signed_at, note) VALUES (?, ?, ?, ?)",
             (checkpoint.size, checkpoint.root, checkpoint.signed_at, checkpoint.note),
@@ -275,7 +293,7 @@ class SqliteLog(SqliteReads):
         self,
         start: int,
         leaves: Sequence[bytes],
-        checkpoint: Checkpoint,
+        checkpoint: SignedCheckpoint,
         *,
         check: LeafCheck | None = None,
         project: Projector[sqlite3.Connection] | None = None,
@@ -284,14 +302,9 @@ class SqliteLog(SqliteReads):
             self.refresh()
             end = min(self._edge.size, start + len(leaves))
             held = [leaf for _, leaf in self.leaves(start, end)]
+            check_note_names(checkpoint, self.origin)
             rows, edge, nodes = check_mirrored(
-                self._edge,
-                self._last_recorded(),
-                start,
-                leaves,
-                held,
-                checkpoint.root,
-                checkpoint.size,
+                self._edge, self._last_recorded(), start, leaves, held, checkpoint, self.find
             )
             entries = [r.entry for r in rows]
             if check is not None:
@@ -309,7 +322,7 @@ class SqliteLog(SqliteReads):
             self._store_checkpoint(checkpoint)
         return Mirrored(len(rows), self._edge.size)
 
-    def publish_checkpoint(self, sign_checkpoint: NoteSigner, now: datetime) -> Checkpoint:
+    def publish_checkpoint(self, sign_checkpoint: NoteSigner, now: datetime) -> SignedCheckpoint:
         with self.transaction():
             size = self.refresh()
             latest = self.latest_checkpoint()

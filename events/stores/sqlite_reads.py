@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 
-from events.errors import LogError
+from events.errors import LogCorrupted, LogError
 from events.merkle import EMPTY_ROOT, CompactRange, consistency_proof, inclusion_proof, subtree_hash
-from events.port import Checkpoint, EntryHeader, EntryRow
+from events.port import EntryHeader, EntryRow, SignedCheckpoint
 from events.stores.sqlite_schema import node_id
 
 __all__ = ["SqliteReads"]
@@ -18,8 +19,19 @@ _CHECKPOINT = "SELECT size, note, root, signed_at FROM checkpoints"
 _HEADER = "SELECT seq, type, subject, recorded_at FROM entries"
 
 
-def _checkpoint(row: tuple[int, bytes, bytes, str] | None) -> Checkpoint | None:
-    return None if row is None else Checkpoint(int(row[0]), bytes(row[1]), bytes(row[2]), row[3])
+@contextlib.contextmanager
+def _reading() -> Iterator[None]:
+    """A damaged database file is the log's fault, said in the port's terms (LogCorrupted)."""
+    try:
+        yield
+    except sqlite3.DatabaseError as exc:
+        raise LogCorrupted(f"the database cannot be read: {exc}") from None
+
+
+def _checkpoint(row: tuple[int, bytes, bytes, str] | None) -> SignedCheckpoint | None:
+    return (
+        None if row is None else SignedCheckpoint(int(row[0]), bytes(row[1]), bytes(row[2]), row[3])
+    )
 
 
 class SqliteReads:
@@ -70,8 +82,9 @@ class SqliteReads:
         return bytes(row[0])
 
     def nodes(self) -> Iterator[tuple[int, int, bytes]]:
-        for key, h in self._conn.execute("SELECT id, hash FROM tree_nodes"):
-            yield int(key) >> 40, int(key) & ((1 << 40) - 1), bytes(h)
+        with _reading():
+            for key, h in self._conn.execute("SELECT id, hash FROM tree_nodes"):
+                yield int(key) >> 40, int(key) & ((1 << 40) - 1), bytes(h)
 
     @property
     def size(self) -> int:
@@ -105,12 +118,14 @@ class SqliteReads:
     # --- reading entries ---------------------------------------------------------------------
 
     def leaves(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, bytes]]:
-        stop = self._stored_size() if end is None else end
-        cursor = self._conn.execute(
-            "SELECT seq, leaf FROM entries WHERE seq >= ? AND seq < ? ORDER BY seq", (start, stop)
-        )
-        for seq, leaf in cursor:
-            yield seq, bytes(leaf)
+        with _reading():
+            stop = self._stored_size() if end is None else end
+            cursor = self._conn.execute(
+                "SELECT seq, leaf FROM entries WHERE seq >= ? AND seq < ? ORDER BY seq",
+                (start, stop),
+            )
+            for seq, leaf in cursor:
+                yield seq, bytes(leaf)
 
     def leaf(self, seq: int) -> bytes | None:
         row = self._conn.execute("SELECT leaf FROM entries WHERE seq = ?", (seq,)).fetchone()
@@ -118,13 +133,14 @@ class SqliteReads:
 
     def rows(self, start: int = 0, end: int | None = None) -> Iterator[EntryRow]:
         stop = 2**62 if end is None else end
-        for row in self._conn.execute(
-            "SELECT seq, recorded_at, type, subject, payload_digest, leaf_hash, leaf FROM entries"
-            " WHERE seq >= ? AND seq < ? ORDER BY seq",
-            (start, stop),
-        ):
-            seq, at, type_, subject, digest, lh, leaf = row
-            yield EntryRow(int(seq), at, type_, subject, digest, bytes(lh), bytes(leaf))
+        with _reading():
+            for row in self._conn.execute(
+                "SELECT seq, recorded_at, type, subject, payload_digest, leaf_hash, leaf"
+                " FROM entries WHERE seq >= ? AND seq < ? ORDER BY seq",
+                (start, stop),
+            ):
+                seq, at, type_, subject, digest, lh, leaf = row
+                yield EntryRow(int(seq), at, type_, subject, digest, bytes(lh), bytes(leaf))
 
     def headers(self, start: int = 0, end: int | None = None) -> Iterator[EntryHeader]:
         stop = 2**62 if end is None else end
@@ -159,15 +175,15 @@ class SqliteReads:
             {"workers": workers, "shard": shard, "size": size},
         )
 
-    def latest_checkpoint(self) -> Checkpoint | None:
+    def latest_checkpoint(self) -> SignedCheckpoint | None:
         return _checkpoint(
             self._conn.execute(f"{_CHECKPOINT} ORDER BY size DESC LIMIT 1").fetchone()
         )
 
-    def checkpoint(self, size: int) -> Checkpoint | None:
+    def checkpoint(self, size: int) -> SignedCheckpoint | None:
         return _checkpoint(self._conn.execute(f"{_CHECKPOINT} WHERE size = ?", (size,)).fetchone())
 
-    def checkpoint_at_or_below(self, size: int) -> Checkpoint | None:
+    def checkpoint_at_or_below(self, size: int) -> SignedCheckpoint | None:
         return _checkpoint(
             self._conn.execute(
                 f"{_CHECKPOINT} WHERE size <= ? ORDER BY size DESC LIMIT 1",
@@ -175,8 +191,18 @@ class SqliteReads:
             ).fetchone()
         )
 
-    def checkpoints(self) -> Iterator[Checkpoint]:
-        for row in self._conn.execute(f"{_CHECKPOINT} ORDER BY size").fetchall():
+    def checkpoint_at_instant(self, instant: str) -> SignedCheckpoint | None:
+        return _checkpoint(
+            self._conn.execute(
+                f"{_CHECKPOINT} WHERE signed_at <= ? ORDER BY size DESC LIMIT 1",
+                (instant,),
+            ).fetchone()
+        )
+
+    def checkpoints(self) -> Iterator[SignedCheckpoint]:
+        with _reading():
+            rows = self._conn.execute(f"{_CHECKPOINT} ORDER BY size").fetchall()
+        for row in rows:
             checkpoint = _checkpoint(row)
             assert checkpoint is not None  # noqa: S101 - a row was read
             yield checkpoint

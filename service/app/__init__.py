@@ -10,6 +10,8 @@ codes, problem details). Nothing here knows argparse or litestar.
 - ``ingest``: import a source's files, or one uploaded file, into the signed log;
 - ``runs``: a run by any reference and its dossier, pages and listings of runs, comparisons;
 - ``groups``: a comparison group with its ranked runs, and leader history;
+- ``browse``: the home page's search with its sources and hardware; runs side by side with
+  their sources' names;
 - ``log``: the signed checkpoint answering ``asOf``, entries, inclusion and consistency proofs;
 - ``verify``: verify a whole log, read-only;
 - ``replay``: rebuild every projection from the log and compare.

@@ -10,12 +10,14 @@ import msgspec
 
 from projections import queries
 from projections.views import LeaderChange, RunView
-from service.app.runs import RunSummary, summary
+from service.app.runs import RunSummary, manifest_title, summary
 
 __all__ = [
+    "Board",
     "GroupPage",
     "Ranked",
     "Standing",
+    "board",
     "group_history",
     "group_page",
     "leader_history",
@@ -43,6 +45,19 @@ class Standing(NamedTuple):
 
     group: queries.GroupSummary
     members: list[tuple[int, RunView]]
+
+
+class Board(NamedTuple):
+    """A group's leaderboard: the group, its ranked members, its leader history, the view of
+    every run these name (the members' own, then the others' as of the same size), and the
+    titles of the best-ranked run's operation and workload manifests (None if none)."""
+
+    group: queries.GroupSummary
+    members: list[tuple[int, RunView]]
+    history: list[LeaderChange]
+    runs: dict[str, RunView]
+    operationTitle: str | None
+    workloadTitle: str | None
 
 
 def standing(conn: sqlite3.Connection, key: str, as_of: int | None) -> Standing:
@@ -81,3 +96,29 @@ def leader_history(
     """The leader changes of the group ``key`` (none if it has no history), or with no key of
     every kernel comparison group, by group and time."""
     return list(queries.leader_history(conn, key, as_of))
+
+
+def board(conn: sqlite3.Connection, key: str, as_of: int | None) -> Board:
+    """The leaderboard of the group ``key``.
+
+    Raises:
+        UnknownGroup: no group has this key (at ``as_of``).
+    """
+    group, members = standing(conn, key, as_of)
+    history = leader_history(conn, key, as_of)
+    runs = {view.runDigest: view for _, view in members}
+    for change in history:
+        for digest in (change.runDigest, change.previousRunDigest):
+            if digest and digest not in runs:
+                view = queries.run_view(conn, digest, as_of)
+                if view is not None:
+                    runs[digest] = view
+    first = members[0][1] if members else None
+    return Board(
+        group,
+        members,
+        history,
+        runs,
+        manifest_title(conn, first.operationDigest, as_of) if first else None,
+        manifest_title(conn, first.workloadDigest, as_of) if first else None,
+    )

@@ -91,11 +91,15 @@ def ingest_upload(ledger: Ledger, source: str, body: bytes, name: str) -> Ingest
     suffix picks the format). Invalid rows refuse it whole.
 
     Raises:
+        UsageError: ``name`` names no file (empty, ``.`` or ``..``).
         As ``ingest``; their messages name the upload by ``name``, never the server's
         temporary folder.
     """
+    base = Path(name).name
+    if base in ("", ".", ".."):
+        raise UsageError(f"the upload's file name {name!r} names no file (e.g. runs.json)")
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / Path(name).name
+        path = Path(tmp) / base
         path.write_bytes(body)
         try:
             return ingest(ledger, source, [path]).result

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from base64 import b64encode
 from collections.abc import Iterator
+from typing import NamedTuple
 
 import msgspec
 
 from events.errors import ProofError
-from events.port import Checkpoint, EntryHeader, LogReader
+from events.port import EntryHeader, LogReader, SignedCheckpoint
 from service.errors import UsageError
 from service.ledger import Ledger
 
@@ -20,6 +21,7 @@ __all__ = [
     "ConsistencyProof",
     "Entries",
     "LeafItem",
+    "Overview",
     "Proof",
     "checkpoint",
     "consistency",
@@ -27,6 +29,7 @@ __all__ = [
     "entries_page",
     "inclusion",
     "latest_checkpoint",
+    "overview",
     "recent_entries",
 ]
 
@@ -64,7 +67,19 @@ class Entries(msgspec.Struct, frozen=True):
     treeSize: int
 
 
-def latest_checkpoint(ledger: Ledger) -> Checkpoint:
+class Overview(NamedTuple):
+    """The log as an auditor starts from: its origin, its size, the signed checkpoint answering
+    that size (None if none is signed at or below it), the verifier key of checkpoints, and the
+    headers of the latest entries, newest first."""
+
+    origin: str
+    size: int
+    checkpoint: SignedCheckpoint | None
+    vkey: str
+    entries: list[EntryHeader]
+
+
+def latest_checkpoint(ledger: Ledger) -> SignedCheckpoint:
     """The latest signed checkpoint, covering every committed entry: signed on the spot if the
     log has outgrown the latest one (another process appended, or none was signed yet)."""
     store = ledger.store
@@ -76,13 +91,23 @@ def latest_checkpoint(ledger: Ledger) -> Checkpoint:
 
 def checkpoint(
     ledger: Ledger, as_of: int | None, *, log: LogReader | None = None
-) -> Checkpoint | None:
+) -> SignedCheckpoint | None:
     """The signed checkpoint that answers ``as_of``: now, the latest (``latest_checkpoint``); for
     a past size, the latest signed at or below it, read from ``log`` (default: the ledger's
     store), or None if there is none."""
     if as_of is None:
         return latest_checkpoint(ledger)
     return (ledger.store if log is None else log).checkpoint_at_or_below(as_of)
+
+
+def overview(
+    ledger: Ledger, log: LogReader, as_of: int | None, *, size: int, recent: int = 20
+) -> Overview:
+    """The log as of ``as_of`` (now: ``size`` entries, and the latest checkpoint, signed on the
+    spot if the log has outgrown it), with its last ``recent`` entries."""
+    found = checkpoint(ledger, as_of, log=log)
+    at = size if as_of is None else as_of
+    return Overview(log.origin, at, found, ledger.signers.vkey, recent_entries(log, at, recent))
 
 
 def entries(

@@ -22,14 +22,19 @@ from service.dossier import Dossier, build_dossier, short_id
 from service.errors import UsageError
 
 __all__ = [
+    "Candidate",
     "Comparison",
     "ListedRun",
     "RunPage",
+    "RunSheet",
     "RunSummary",
+    "candidate_runs",
     "candidates",
     "compare",
     "list_runs",
+    "manifest_title",
     "run_page",
+    "run_sheet",
     "show_run",
     "summary",
 ]
@@ -82,6 +87,23 @@ class ListedRun(NamedTuple):
     aliases: list[str]
 
 
+class RunSheet(msgspec.Struct, frozen=True):
+    """A run's dossier with what its page names it by: its source as registered (None if the
+    source is not registered at the size read) and the title of its operation's manifest."""
+
+    dossier: Dossier
+    source: queries.Source | None
+    operationTitle: str | None
+
+
+class Candidate(NamedTuple):
+    """A run an ambiguous reference names: its digest and its view (None if it had none at the
+    size read)."""
+
+    digest: str
+    view: RunView | None
+
+
 def summary(view: RunView) -> RunSummary:
     """The list shape of a run view."""
     return RunSummary(
@@ -131,6 +153,41 @@ def show_run(
     if dossier is None:
         raise UnknownRun(f"no run matches {ref!r}", reference=ref)
     return dossier
+
+
+def run_sheet(
+    conn: sqlite3.Connection,
+    log: LogReader,
+    ref: str,
+    as_of: int | None,
+    *,
+    size: int,
+    standings: queries.StandingsCache | None = None,
+) -> RunSheet:
+    """The dossier of the run ``ref`` names (``show_run``), its registered source and the title
+    of its operation.
+
+    Raises:
+        UnknownRun: nothing matches (malformed references included).
+        AmbiguousRun: the reference names several runs.
+    """
+    dossier = show_run(conn, log, ref, as_of, size=size, standings=standings)
+    source = next((s for s in queries.sources(conn, as_of) if s.source == dossier.source), None)
+    title = manifest_title(conn, dossier.identity.get("operationDigest"), as_of)
+    return RunSheet(dossier, source, title)
+
+
+def candidate_runs(conn: sqlite3.Connection, exc: Exception, as_of: int | None) -> list[Candidate]:
+    """The runs an ambiguous reference names (``candidates``), each with its view."""
+    return [Candidate(digest, queries.run_view(conn, digest, as_of)) for digest in candidates(exc)]
+
+
+def manifest_title(conn: sqlite3.Connection, digest: str | None, as_of: int | None) -> str | None:
+    """The ``metadata.title`` of the manifest ``digest`` as the log held it at ``as_of`` (None
+    with no digest, no such manifest or no title)."""
+    body = queries.manifest(conn, digest, as_of) if digest else None
+    title = (body or {}).get("metadata", {}).get("title")
+    return title if isinstance(title, str) else None
 
 
 def run_page(

@@ -347,6 +347,16 @@ def test_ingest_errors_name_the_upload_not_a_server_path(client: Client, data: D
     assert {"entries", "runsKnown", "runsAppended"} <= set(result)
 
 
+def test_an_upload_name_that_names_no_file_is_a_bad_request(client: Client, data: Data) -> None:
+    auth = {"authorization": f"Bearer {data.token}", "content-type": "application/json"}
+    size = client.get("/healthz").json()["treeSize"]
+    for name in ("..", ".", "a/.."):
+        r = client.post(f"/v1/ingest/manifest?filename={name}", content=b"{}", headers=auth)
+        problem = _problem(r, 400)
+        assert "file name" in problem["detail"]
+    assert client.get("/healthz").json()["treeSize"] == size
+
+
 def test_unknown_page_paths_answer_an_html_page(client: Client) -> None:
     r = client.get("/no/such/page")
     assert r.status_code == 404

@@ -4,59 +4,107 @@
   log's store adapters, in ``events/stores/``;
 - SQL on the projection tables (``p_*``) is written only in ``projections/``.
 
-A statement is recognised by an upper-case SQL keyword that names a table (``FROM``, ``INTO``,
-``UPDATE``, ``JOIN``, ``TABLE``, ``ON``) followed by one of those tables; a table name
-interpolated into SQL (``FROM {table}``) is allowed only in the two rooms. Prints each violation
-(``path:line: …``) and exits 1 if there is any; ``make lint`` runs it.
+The check reads the Python string literals of every module (``tokenize``), joining implicitly
+concatenated pieces across lines, and looks in those that read as SQL (a statement verb, in any
+case) for a clause that names one of those tables (``FROM``, ``INTO``, ``UPDATE``, ``JOIN``,
+``TABLE``, ``ON``, ``table_info(…)``); a table name interpolated into SQL (``FROM {table}``) is
+allowed only in the two rooms; and a literal table name used as a sqlite-utils handle
+(``db["entries"]``, ``db.table("p_runs")``) counts too. Prints each violation (``path:line: …``)
+and exits 1 if there is any; ``make lint`` runs it.
 """
 
 from __future__ import annotations
 
+import io
 import re
 import sys
+import tokenize
 from collections.abc import Iterator
 from pathlib import Path
 
 PACKAGES = ("events", "keys", "projections", "service")
-_KEYWORD = r"\b(?:FROM|INTO|UPDATE|JOIN|TABLE|ON)\s+[\"'`\[]?"
-LOG_SQL = re.compile(_KEYWORD + r"(?:main\.)?(entries|tree_nodes|checkpoints)\b")
-PROJECTION_SQL = re.compile(_KEYWORD + r"(?:main\.|s\d+\.)?(p_[a-z_]+)\b")
-# A table named by interpolation (``f"SELECT * FROM {table}"``) cannot be told apart: only the
-# two rooms may do it.
-DYNAMIC_SQL = re.compile(r"\b(?:FROM|INTO|UPDATE|JOIN|TABLE)\s+\{")
+LOG_TABLES = r"(entries|tree_nodes|checkpoints)"
+PROJECTION_TABLES = r"(p_[a-z_]+)"
+_VERB = re.compile(r"\b(select|insert|update|delete|create|drop|pragma|replace|alter)\b", re.I)
+_CLAUSE = r"(?:\b(?:from|into|update|join|table|on)\s+[\"'`\[]?(?:main\.|s\d+\.)?|table_info\s*\(\s*[\"']?)"
+LOG_SQL = re.compile(_CLAUSE + LOG_TABLES + r"\b", re.I)
+PROJECTION_SQL = re.compile(_CLAUSE + PROJECTION_TABLES + r"\b", re.I)
+DYNAMIC_SQL = re.compile(r"\b(?:from|into|update|join|table)\s+\{", re.I)
+LOG_NAME = re.compile(LOG_TABLES + r"\Z")
+PROJECTION_NAME = re.compile(PROJECTION_TABLES + r"\Z")
 LOG_ROOM = ("events", "stores")
 PROJECTION_ROOM = ("projections",)
+_PREFIX = re.compile(r"^[rRbBfFuU]*('''|\"\"\"|'|\")")
 
 
 def _inside(path: Path, room: tuple[str, ...]) -> bool:
     return path.parts[: len(room)] == room
 
 
+def _body(token: str) -> str:
+    """The text of a string literal, without its prefix and quotes (escapes left as written)."""
+    quote = _PREFIX.match(token)
+    if quote is None:
+        return token
+    return token[quote.end() : len(token) - len(quote.group(1))]
+
+
+def literals(source: str) -> Iterator[tuple[int, str, bool]]:
+    """``(line, text, handle)`` of each string literal of ``source``, implicitly concatenated
+    pieces joined; ``handle`` says it stands where sqlite-utils takes a table name
+    (``db[...]``, ``.table(...)``)."""
+    pieces: list[str] = []
+    line, handle = 0, False
+    before: list[tokenize.TokenInfo] = []
+    skip = (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT)
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.STRING:
+            if not pieces:
+                line = token.start[0]
+                last = [t.string for t in before[-2:]]
+                handle = last[-1:] == ["["] or last == ["table", "("]
+            pieces.append(_body(token.string))
+            continue
+        if token.type in skip and pieces:
+            continue
+        if pieces:
+            yield line, "".join(pieces), handle
+            pieces = []
+        if token.type not in skip:
+            before = [*before[-1:], token]
+    if pieces:
+        yield line, "".join(pieces), handle
+
+
 def violations(root: Path) -> Iterator[str]:
-    """Every line under ``root``'s packages that writes SQL on a table outside its room."""
+    """Every SQL statement under ``root``'s packages on a table outside its room."""
     for package in PACKAGES:
         for path in sorted((root / package).rglob("*.py")):
             relative = path.relative_to(root)
-            text = path.read_text(encoding="utf-8")
-            for number, line in enumerate(text.splitlines(), 1):
-                found = LOG_SQL.search(line)
-                if found and not _inside(relative, LOG_ROOM):
+            in_log_room = _inside(relative, LOG_ROOM)
+            in_projections = _inside(relative, PROJECTION_ROOM)
+            for line, text, handle in literals(path.read_text(encoding="utf-8")):
+                sql = _VERB.search(text) is not None
+                log = LOG_SQL.search(text) if sql else None
+                if handle and LOG_NAME.match(text):
+                    log = LOG_NAME.match(text)
+                if log and not in_log_room:
                     yield (
-                        f"{relative}:{number}: SQL on the log table {found.group(1)} outside "
+                        f"{relative}:{line}: SQL on the log table {log.group(1)} outside "
                         "events/stores/ (use the log port, events.port)"
                     )
-                if DYNAMIC_SQL.search(line) and not (
-                    _inside(relative, LOG_ROOM) or _inside(relative, PROJECTION_ROOM)
-                ):
+                projection = PROJECTION_SQL.search(text) if sql else None
+                if handle and PROJECTION_NAME.match(text):
+                    projection = PROJECTION_NAME.match(text)
+                if projection and not in_projections:
                     yield (
-                        f"{relative}:{number}: SQL on an interpolated table name outside "
-                        "events/stores/ and projections/"
-                    )
-                found = PROJECTION_SQL.search(line)
-                if found and not _inside(relative, PROJECTION_ROOM):
-                    yield (
-                        f"{relative}:{number}: SQL on the projection table {found.group(1)} "
+                        f"{relative}:{line}: SQL on the projection table {projection.group(1)} "
                         "outside projections/ (add a read to projections.queries)"
+                    )
+                if sql and DYNAMIC_SQL.search(text) and not (in_log_room or in_projections):
+                    yield (
+                        f"{relative}:{line}: SQL on an interpolated table name outside "
+                        "events/stores/ and projections/"
                     )
 
 

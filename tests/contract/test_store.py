@@ -9,6 +9,7 @@ same bytes at the same positions, checked before they are taken).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
@@ -17,11 +18,18 @@ from typing import Any
 
 import pytest
 
-from events.checkpoints import parse_checkpoint_body
+from events.checkpoints import checkpoint_body, parse_checkpoint_body
 from events.entries import StoredEntry, decode_leaf, payload_digest
 from events.errors import LogCorrupted, LogError
-from events.merkle import EMPTY_ROOT, leaf_hash, subtree_hash, verify_consistency, verify_inclusion
-from events.port import Checkpoint, LogStore
+from events.merkle import (
+    EMPTY_ROOT,
+    CompactRange,
+    leaf_hash,
+    subtree_hash,
+    verify_consistency,
+    verify_inclusion,
+)
+from events.port import LogStore, SignedCheckpoint
 from events.stores.sqlite import SqliteLog
 from events.types import ReportFiled
 from keys import SigningKey, open_note
@@ -95,7 +103,7 @@ def _explode(_session: Any, _entries: Sequence[StoredEntry]) -> None:
     raise RuntimeError("projection failed")
 
 
-def _snapshot(store: LogStore[Any]) -> tuple[int, list[tuple[int, bytes]], Checkpoint | None]:
+def _snapshot(store: LogStore[Any]) -> tuple[int, list[tuple[int, bytes]], SignedCheckpoint | None]:
     return store.refresh(), list(store.leaves()), store.latest_checkpoint()
 
 
@@ -224,6 +232,24 @@ def test_a_transaction_commits_whole_or_not_at_all(store: LogStore[Any], signers
     assert store.refresh() == 8
 
 
+def test_an_inner_block_that_failed_dooms_the_transaction(
+    store: LogStore[Any], signers: Signers
+) -> None:
+    _append(store, signers, _reports(2))
+    before = _snapshot(store)
+
+    def caught_inner_failure() -> None:
+        with store.transaction():
+            _append(store, signers, _reports(3, start=10))
+            with contextlib.suppress(RuntimeError):  # the caller swallows the inner failure
+                _append(store, signers, _reports(2000, start=100), project=_explode)
+
+    with pytest.raises(LogError, match="nothing of it is committed"):
+        caught_inner_failure()
+    assert _snapshot(store) == before
+    assert [a.seq for a in _append(store, signers, _reports(1, start=10))] == [2]
+
+
 def test_a_snapshot_does_not_see_later_appends(
     factory: Factory, tmp_path: Path, signers: Signers
 ) -> None:
@@ -258,6 +284,17 @@ def test_the_latest_checkpoint_covers_every_entry(store: LogStore[Any], signers:
     assert store.checkpoint_at_or_below(sizes[2] - 1) == store.checkpoint(sizes[1])
     assert store.checkpoint_at_or_below(sizes[0] - 1) is None
     assert store.publish_checkpoint(signers.sign_checkpoint, T0) == store.latest_checkpoint()
+
+
+def test_the_checkpoint_a_reader_could_hold_at_an_instant(
+    store: LogStore[Any], signers: Signers
+) -> None:
+    for k in range(3):
+        _append(store, signers, _reports(2, start=10 * k), now=T0 + timedelta(hours=k))
+    assert store.checkpoint_at_instant("2026-11-01T11:59:59.999Z") is None
+    assert store.checkpoint_at_instant("2026-11-01T12:00:00.000Z") == _checkpoint(store, 2)
+    assert store.checkpoint_at_instant("2026-11-01T13:59:59.000Z") == _checkpoint(store, 4)
+    assert store.checkpoint_at_instant("2099-01-01T00:00:00.000Z") == store.latest_checkpoint()
 
 
 def test_publishing_signs_a_checkpoint_only_when_behind(
@@ -302,7 +339,7 @@ def _leaves(log: LogStore[Any], start: int, end: int) -> list[bytes]:
     return [leaf for _, leaf in log.leaves(start, end)]
 
 
-def _checkpoint(log: LogStore[Any], size: int) -> Checkpoint:
+def _checkpoint(log: LogStore[Any], size: int) -> SignedCheckpoint:
     found = log.checkpoint(size)
     assert found is not None
     return found
@@ -356,11 +393,51 @@ def test_a_mirror_refuses_what_is_not_the_log(source: LogStore[Any], store: LogS
 
     _refused(store, ValueError, "entry 7", 7, leaves, checkpoint, check=refuse)
     _refused(store, RuntimeError, "projection", 7, leaves, checkpoint, project=_explode)
+    # The note must sign what the fields say: another size's note, another log's note.
+    _refused(
+        store,
+        LogError,
+        "note signs",
+        7,
+        leaves,
+        checkpoint._replace(note=_checkpoint(source, 7).note),
+    )
+    _refused(store, LogError, "start at position -1", -1, leaves, checkpoint)
     # A held leaf that differs: the logs have forked.
     other = bytearray(_leaves(source, 3, 4)[0])
     other[other.index(b"report")] = ord("R")
     _refused(store, LogError, "forked", 3, [bytes(other), *_leaves(source, 4, 14)], checkpoint)
     assert store.append_leaves(7, leaves, checkpoint).size == 14  # the right leaves still go in
+
+
+def test_a_mirror_refuses_a_statement_twice(
+    factory: Factory, tmp_path: Path, source: LogStore[Any], signers: Signers
+) -> None:
+    """Another log that holds one statement twice (which no store of ours writes) is refused:
+    a store keeps each statement once."""
+    other = factory(tmp_path / "other", "contract.example/log")
+    mirror = factory(tmp_path / "mirror", "contract.example/log")
+    try:
+        _append(other, signers, _reports(1))
+        twice = [_leaves(other, 0, 1)[0], _leaves(other, 0, 1)[0].replace(b'"seq":0', b'"seq":1')]
+        edge_root = _root_of(twice)
+        forged = signers.sign_checkpoint(checkpoint_body(other.origin, 2, edge_root))
+        checkpoint = SignedCheckpoint(2, forged, edge_root, "2026-11-01T12:00:00.000Z")
+        _refused(
+            mirror, LogCorrupted, "entry 1: the same statement as entry 0", 0, twice, checkpoint
+        )
+        mirror.append_leaves(0, twice[:1], _checkpoint(other, 1))
+        _refused(mirror, LogCorrupted, "same statement", 1, twice[1:], checkpoint)
+    finally:
+        other.close()
+        mirror.close()
+
+
+def _root_of(leaves: Sequence[bytes]) -> bytes:
+    edge = CompactRange()
+    for leaf in leaves:
+        edge.append(leaf_hash(leaf))
+    return edge.root()
 
 
 def test_mirrored_entries_carry_their_payload_digest(

@@ -130,6 +130,11 @@ def test_a_worker_that_cannot_read_the_log_is_an_error(tmp_path: Path) -> None:
         rebuild_sharded(unreadable, 3, tmp_path, workers=2)
 
 
+def test_a_worker_given_no_log_says_so(tmp_path: Path) -> None:
+    with pytest.raises(LogError, match=r"no log at .*absent\.db"):
+        rebuild_sharded(tmp_path / "absent.db", 3, tmp_path, workers=2)
+
+
 def test_a_log_shorter_than_asked_is_an_error(ledger: Ledger, tmp_path: Path) -> None:
     size = ledger.store.size
     with pytest.raises(LogError, match=f"the log holds {size} entries, not {size + 5}"):

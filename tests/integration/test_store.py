@@ -70,6 +70,34 @@ def test_a_failing_batch_appends_nothing(ledger: Ledger) -> None:
     assert verify_log(ledger.data.db).ok
 
 
+def test_a_commit_that_fails_leaves_nothing_and_the_store_carries_on(ledger: Ledger) -> None:
+    """SQLite checks a deferred foreign key at COMMIT, fails it and keeps the transaction open:
+    the store must roll it back and forget the entries it had counted."""
+    conn = ledger.store.session
+    conn.execute("CREATE TABLE parent (id INTEGER PRIMARY KEY)")
+    conn.execute(
+        "CREATE TABLE child (p INTEGER REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)"
+    )
+    size, checkpoint = ledger.store.size, ledger.store.latest_checkpoint()
+
+    def violate_at_commit(session: sqlite3.Connection, _entries: object) -> None:
+        session.execute("INSERT INTO child VALUES (42)")
+
+    with pytest.raises(sqlite3.IntegrityError, match="FOREIGN KEY"):
+        ledger.store.append(
+            [ledger_pending(e, s) for e, s in _reports(5)],
+            sign=ledger.signers.sign_chunks,
+            sign_checkpoint=ledger.signers.sign_checkpoint,
+            now=ledger.clock(),
+            project=violate_at_commit,
+        )
+    assert not conn.in_transaction
+    assert ledger.store.size == size  # before any refresh: the edge was re-read
+    assert ledger.store.latest_checkpoint() == checkpoint
+    assert [a.seq for a in ledger.append(_reports(2))] == [size, size + 1]
+    assert verify_log(ledger.data.db).ok
+
+
 def ledger_pending(event: ReportFiled, subject: str):
     import msgspec
 

@@ -9,8 +9,7 @@ import msgspec
 from litestar import Request, Response, get
 from litestar.params import FromQuery, QueryParameter
 
-from projections import queries
-from service.app import runs
+from service.app import browse
 from service.dossier import short_id
 from service.web import present
 from service.web.caching import settled
@@ -37,13 +36,17 @@ def home_page(
     at = as_of(reader, as_of_text)
     urls = present.Urls(at)
     q = (q or "").strip() or None
-    found = queries.search_runs(
-        reader.conn, at, text=q, source=source, hardware=hardware, after=after, limit=PAGE_SIZE + 1
+    found = browse.search(
+        reader.conn,
+        at,
+        size=reader.size(),
+        text=q,
+        source=source,
+        hardware=hardware,
+        after=after,
+        limit=PAGE_SIZE,
     )
-    more = len(found) > PAGE_SIZE
-    found = found[:PAGE_SIZE]
-    listed = queries.sources(reader.conn, at)
-    names = {s.source: s.name for s in listed}
+    names = {s.source: s.name for s in found.sources}
     results = [
         {
             "title": v.title or v.name,
@@ -55,7 +58,7 @@ def home_page(
             "evidence": v.evidenceLevel,
             "observed": v.observedAt,
         }
-        for v in found
+        for v in found.runs
     ]
     params = {"q": q or "", "source": source or "", "hardware": hardware or ""}
     context = {
@@ -64,12 +67,12 @@ def home_page(
         "hardware": hardware,
         "after": after,
         "results": results,
-        "next_href": urls.home(**params, after=found[-1].runDigest) if more else None,
+        "next_href": urls.home(**params, after=found.next) if found.next else None,
         "first_href": urls.home(**params),
-        "sources": [msgspec.structs.replace(s, url=present.safe_url(s.url)) for s in listed],
-        "hardware_names": queries.hardware_names(reader.conn, at),
-        "total": sum(s.runs for s in listed),
-        "size": reader.size() if at is None else at,
+        "sources": [msgspec.structs.replace(s, url=present.safe_url(s.url)) for s in found.sources],
+        "hardware_names": found.hardware,
+        "total": found.total,
+        "size": found.asOf,
         "urls": urls,
         "as_of": at,
     }
@@ -85,16 +88,16 @@ def compare_page(
 ) -> Response[bytes]:
     """Runs side by side: the first material mismatch named, differing fields marked."""
     at = as_of(reader, as_of_text)
-    c = (
-        runs.compare(reader.conn, runs_text.split(","), at, size=reader.size())
+    side = (
+        browse.side_by_side(reader.conn, runs_text.split(","), at, size=reader.size())
         if runs_text
         else None
     )
+    c = side.comparison if side else None
     label, why = present.MISMATCH.get(c.firstMismatch or "", ("", "")) if c else ("", "")
-    names = {s.source: s.name for s in queries.sources(reader.conn, at)} if c else {}
     context = {
         "c": c,
-        "table": present.compare_table(c, names) if c else [],
+        "table": present.compare_table(side.comparison, side.sourceNames) if side else [],
         "mismatch_label": label,
         "mismatch_why": why,
         "runs": runs_text,

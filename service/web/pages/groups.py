@@ -8,7 +8,6 @@ from typing import Any
 from litestar import Request, Response, get
 from litestar.params import FromPath
 
-from projections import queries
 from projections.views import RunView
 from service.app import groups
 from service.dossier import short_id
@@ -18,7 +17,6 @@ from service.web.charts import bar_chart
 from service.web.deps import ReaderDep
 from service.web.pages.render import html
 from service.web.params import AsOf, as_of
-from service.web.reads import Reader
 
 __all__ = ["group_page"]
 
@@ -34,7 +32,8 @@ def group_page(
     """A comparison group's leaderboard: ranked runs, a bar chart and the leader history."""
     at = as_of(reader, as_of_text)
     urls = present.Urls(at)
-    group, ranked = groups.standing(reader.conn, key, at)
+    board = groups.board(reader.conn, key, at)
+    ranked = board.members
     unit = ranked[0][1].primaryUnit if ranked else None
     rows = [
         {
@@ -57,9 +56,7 @@ def group_page(
     by_digest = {v.runDigest: v for _, v in ranked}
 
     def name(digest: str | None) -> str:
-        view = by_digest.get(digest or "") or (
-            queries.run_view(reader.conn, digest, at) if digest else None
-        )
+        view = board.runs.get(digest or "")
         return _label(view) if view else short_id(digest or "")
 
     leaders = [
@@ -76,37 +73,29 @@ def group_page(
             else None,
             "cause": lc.cause,
         }
-        for lc in groups.leader_history(reader.conn, key, at)
+        for lc in board.history
     ]
-    heading, subtitle = _heading(reader, key, ranked[0][1] if ranked else None, at)
-    metric = (
-        " ".join(reversed(group.metricKey.split(":")[:2])) if group.metricKey != "none" else "value"
-    )
+    heading, subtitle = _heading(board, key)
+    metric = board.group.metricKey
     context = {
-        "g": group,
+        "g": board.group,
         "rows": rows,
         "chart": chart,
         "leaders": leaders,
         "heading": heading,
         "subtitle": subtitle,
-        "metric": metric,
+        "metric": " ".join(reversed(metric.split(":")[:2])) if metric != "none" else "value",
         "urls": urls,
         "as_of": at,
     }
     return html(request, "group.html", context, pinned=settled(reader, as_of_text, at))
 
 
-def _heading(
-    reader: Reader, key: str, first: RunView | None, at: int | None
-) -> tuple[str, str | None]:
+def _heading(board: groups.Board, key: str) -> tuple[str, str | None]:
     """The group named by what its leader runs (operation, hardware) and on what (workload)."""
-    if first is None:
+    if not board.members:
         return "Comparison group " + short_id(key), None
-
-    def title(digest: str | None) -> Any:
-        body = queries.manifest(reader.conn, digest, at) if digest else None
-        return (body or {}).get("metadata", {}).get("title")
-
-    name = title(first.operationDigest) or first.benchmark or first.name
-    heading = f"{name} on {first.hardware}" if first.hardware else str(name)
-    return heading, title(first.workloadDigest)
+    first = board.members[0][1]
+    name = board.operationTitle or first.benchmark or first.name
+    heading = f"{name} on {first.hardware}" if first.hardware else name
+    return heading, board.workloadTitle

@@ -25,14 +25,13 @@ def log_page(
     """The log: origin, size, the latest signed checkpoint (as of ``asOf``: the latest signed
     at or below that size), the key, the last 20 entries."""
     at = as_of(reader, as_of_text)
-    found = log.checkpoint(ledger, at, log=reader.log)
-    size = reader.size() if at is None else at
+    o = log.overview(ledger, reader.log, at, size=reader.size(), recent=RECENT)
     context = {
-        "origin": reader.log.origin,
-        "size": size,
-        "checkpoint": found.note.decode() if found else "(no checkpoint signed yet)",
-        "vkey": ledger.signers.vkey,
-        "entries": log.recent_entries(reader.log, size, RECENT),
+        "origin": o.origin,
+        "size": o.size,
+        "checkpoint": o.checkpoint.note.decode() if o.checkpoint else "(no checkpoint signed yet)",
+        "vkey": o.vkey,
+        "entries": o.entries,
         "as_of": at,
     }
     return html(request, "log.html", context, pinned=settled(reader, as_of_text, at))

@@ -10,16 +10,14 @@ from litestar import Request, Response, get
 from litestar.params import FromPath
 from litestar.response import Template
 
-from projections import queries
 from projections.errors import AmbiguousRun
 from service.app import runs
-from service.dossier import Dossier, short_id
+from service.dossier import short_id
 from service.web import present, sections
 from service.web.caching import respond, settled
 from service.web.deps import LedgerDep, ReaderDep
 from service.web.pages.render import HTML, render
 from service.web.params import AsOf, as_of
-from service.web.reads import Reader
 
 __all__ = ["run_page"]
 
@@ -42,29 +40,28 @@ def run_page(
 
     def make() -> bytes:
         log = reader.log
-        d = runs.show_run(log.session, log, text, at, size=size, standings=reader.standings)
-        return render(request, "run.html", _context(reader, d, at, urls, base, accessed))
+        sheet = runs.run_sheet(log.session, log, text, at, size=size, standings=reader.standings)
+        return render(request, "run.html", _context(sheet, at, urls, base, accessed))
 
     # A page is a function of the reference as of a size, the host it is served for and the day
     # (its citation's access date): rendered once per such key.
     try:
         body, etag = reader.cached(("page", text, at, size, base, accessed), make)
     except AmbiguousRun as exc:
-        return _candidates_page(reader, exc, urls, at)
+        return _candidates_page(runs.candidate_runs(reader.conn, exc, at), exc, urls, at)
     return respond(request, body, etag, pinned=settled(reader, as_of_text, at), media_type=HTML)
 
 
-def _group_label(reader: Reader, d: Dossier, at: int | None) -> str:
-    operation = d.identity.get("operationDigest")
-    body = queries.manifest(reader.conn, operation, at) if operation else None
-    name = (body or {}).get("metadata", {}).get("title") or d.identity.get("benchmark") or d.name
+def _group_label(sheet: runs.RunSheet) -> str:
+    d = sheet.dossier
+    name = sheet.operationTitle or d.identity.get("benchmark") or d.name
     return f"{name} on {d.hardware}" if d.hardware else str(name)
 
 
 def _context(
-    reader: Reader, d: Dossier, at: int | None, urls: present.Urls, base: str, accessed: str
+    sheet: runs.RunSheet, at: int | None, urls: present.Urls, base: str, accessed: str
 ) -> dict[str, Any]:
-    source = next((s for s in queries.sources(reader.conn, at) if s.source == d.source), None)
+    d, source = sheet.dossier, sheet.source
     permalink = base + d.links.permalink
     leader = d.rank.leader if d.rank else None
     group_key = d.comparisonKey if d.kind == "BenchmarkRun" else d.cohortKey
@@ -104,27 +101,25 @@ def _context(
         "accessed": accessed,
         "bibtex": sections.bibtex(d, permalink, accessed),
         "group_href": urls.group(group_key) if group_key else None,
-        "group_label": _group_label(reader, d, at),
+        "group_label": _group_label(sheet),
         "quantity": present.quantity,
         "pretty_json": present.pretty_json,
     }
 
 
 def _candidates_page(
-    reader: Reader, exc: AmbiguousRun, urls: present.Urls, at: int | None
+    found: list[runs.Candidate], exc: AmbiguousRun, urls: present.Urls, at: int | None
 ) -> Template:
-    rows = []
-    for digest in runs.candidates(exc):
-        view = queries.run_view(reader.conn, digest, at)
-        rows.append(
-            {
-                "shortId": short_id(digest),
-                "href": urls.run(digest),
-                "title": view.title or view.name if view else None,
-                "hardware": view.hardware if view else None,
-                "observedAt": view.observedAt if view else None,
-            }
-        )
+    rows = [
+        {
+            "shortId": short_id(digest),
+            "href": urls.run(digest),
+            "title": view.title or view.name if view else None,
+            "hardware": view.hardware if view else None,
+            "observedAt": view.observedAt if view else None,
+        }
+        for digest, view in found
+    ]
     context = {
         "status": 300,
         "title": "The reference names several runs",
