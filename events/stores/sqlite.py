@@ -15,8 +15,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import sqlite_utils
-
 from events.bulk import paused_gc
 from events.checkpoints import checkpoint_body
 from events.entries import Pending, StoredEntry, encode_leaf, format_instant, payload_digest
@@ -77,6 +75,9 @@ class SqliteLog(SqliteReads):
             raise LogError(f"no log at {path} (run `benchproof init`)")
         conn = connect(path)
         create_tables(conn)
+        # Imported here: a read-only handle (a rebuild worker's) does not pay for its import.
+        import sqlite_utils
+
         db = sqlite_utils.Database(conn)
         meta = {row[0]: row[1] for row in db.execute("SELECT key, value FROM meta")}
         if "schema" in meta and int(meta["schema"]) > SCHEMA_VERSION:
