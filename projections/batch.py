@@ -169,7 +169,11 @@ class Batch:
         """
         event = decode_event(entry)
         ctx = Context(
-            entry.seq, entry.recordedAt, self.role(entry.signer, entry.seq), entry.payload_digest
+            entry.seq,
+            entry.recordedAt,
+            self.role(entry.signer, entry.seq),
+            entry.payload_digest,
+            entry.signer,
         )
         if entry.type.startswith("key."):  # only key events change the keyring
             keys = fold_keys(self.keys, event, entry.seq, entry.signer)

@@ -14,6 +14,7 @@ from events.types import (
     AttestationPosted,
     AttestationWithdrawn,
     CitationNotarized,
+    KeyGranted,
     KeyRegistered,
     KeyRevoked,
     KeyRotated,
@@ -63,7 +64,8 @@ def fold_keys(
     """Every key after the entry at ``seq`` signed by ``signer`` (a new mapping when something
     changed). A key event takes effect only when its signer may make it: an index key registers
     any key (the genesis entry registers the index key, signed by it), a community key registers
-    itself, and a key is revoked or rotated by an index key or by itself. Registration takes
+    itself, an index key grants a community key the rerunner role, and a key is revoked or
+    rotated by an index key or by itself. Registration takes
     effect for later entries; revocation and rotation from the next entry on; a rotated key's
     successor inherits its role and name."""
     by = may_sign(keys, signer, seq)
@@ -81,6 +83,13 @@ def fold_keys(
             if old is None or old.until is not None or not (by_index or (by is old)):
                 return keys
             return {**keys, event.keyId: _end(old, seq, revokedReason=event.reason)}
+        case KeyGranted():
+            old = keys.get(event.keyId)
+            if not by_index or old is None or not old.valid_at(seq + 1) or old.role == event.role:
+                return keys
+            if old.role not in ("community", "rerunner"):
+                return keys  # the index and log keys keep their roles
+            return {**keys, event.keyId: msgspec.structs.replace(old, role=event.role)}
         case KeyRotated():
             old = keys.get(event.keyId)
             allowed = by_index or (by is old)

@@ -26,7 +26,9 @@ __all__ = ["FORMAT", "Materializer"]
 # the log when it opens the data directory.
 # 2: a run's own manifest is no longer copied into p_manifests.
 # 3: p_groups has no member count (a version per leader change, not per member joining).
-FORMAT = 3
+# 4: a withdrawal applies only when its signer is the attester; hiding and resolving only when
+#    an index key signs them; key.granted changes a key's role.
+FORMAT = 4
 
 
 class Materializer:

@@ -14,6 +14,7 @@ from events.types import (
     AttestationPosted,
     AttestationWithdrawn,
     CitationNotarized,
+    KeyGranted,
     KeyRegistered,
     KeyRevoked,
     KeyRotated,
@@ -96,8 +97,12 @@ def record_ops(event: AnyEvent, ctx: Context, carried: dict[str, dict[str, Any]]
             )
             return (Insert("p_attestations", row),)
         case AttestationWithdrawn():
-            return (Update("attestation_withdrawn", (at, event.reason, event.attestationId)),)
+            # Only its author takes an attestation back: the row's attester must be the signer.
+            row = (at, event.reason, event.attestationId, ctx.signer)
+            return (Update("attestation_withdrawn", row),)
         case AttestationHidden():
+            if ctx.signerRole != "index":  # moderation is the index's alone
+                return ()
             return (Update("attestation_hidden", (at, event.reason, event.attestationId)),)
         case ReportFiled():
             row = (
@@ -114,6 +119,8 @@ def record_ops(event: AnyEvent, ctx: Context, carried: dict[str, dict[str, Any]]
             )
             return (Insert("p_reports", row),)
         case ReportResolved():
+            if ctx.signerRole != "index":  # only the index resolves reports
+                return ()
             return (Update("report_resolved", (at, event.resolution, event.note, event.reportId)),)
         case RerunRequested():
             row = (
@@ -167,7 +174,14 @@ def record_ops(event: AnyEvent, ctx: Context, carried: dict[str, dict[str, Any]]
                     "p_policies", (event.policy, at, event.version, _ENC.encode(event.parameters))
                 ),
             )
-        case KeyRegistered() | KeyRevoked() | KeyRotated() | RunSuperseded() | RunRetracted():
+        case (
+            KeyRegistered()
+            | KeyRevoked()
+            | KeyRotated()
+            | KeyGranted()
+            | RunSuperseded()
+            | RunRetracted()
+        ):
             return ()  # the keyring and run folds own these
         case _:
             assert_never(event)

@@ -24,6 +24,7 @@ from events.types import (
     AttestationPosted,
     AttestationWithdrawn,
     CitationNotarized,
+    KeyGranted,
     KeyRegistered,
     KeyRevoked,
     KeyRotated,
@@ -55,6 +56,7 @@ class Context(msgspec.Struct, frozen=True):
     recordedAt: str
     signerRole: str | None = None
     payloadDigest: str = ""
+    signer: str = ""  # the key id that signed the entry
 
 
 _HIGHER_IS_BETTER_UNITS = frozenset(
@@ -259,6 +261,7 @@ def fold_run(digest: str, view: RunView | None, event: AnyEvent, ctx: Context) -
             | KeyRegistered()
             | KeyRevoked()
             | KeyRotated()
+            | KeyGranted()
             | SourceRegistered()
             | PolicyChanged()
             | CitationNotarized()

@@ -18,7 +18,7 @@ from events.types.attestations import (
     ReportResolved,
 )
 from events.types.base import Event, KeyId, Origin, Sha256
-from events.types.keys import KeyEvent, KeyRegistered, KeyRevoked, KeyRotated, Role
+from events.types.keys import KeyEvent, KeyGranted, KeyRegistered, KeyRevoked, KeyRotated, Role
 from events.types.manifests import ManifestEvent, ManifestRecorded
 from events.types.policies import CitationNotarized, PolicyChanged, PolicyEvent
 from events.types.reruns import (
@@ -49,6 +49,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         KeyRegistered,
         KeyRevoked,
         KeyRotated,
+        KeyGranted,
         SourceRegistered,
         ManifestRecorded,
         RunIngested,
@@ -92,6 +93,7 @@ __all__ = [
     "AttestationWithdrawn",
     "CitationNotarized",
     "Event",
+    "KeyGranted",
     "KeyId",
     "KeyRegistered",
     "KeyRevoked",

@@ -10,15 +10,17 @@ from events.types.base import Event, KeyId
 Role = Literal["log", "index", "rerunner", "community"]
 
 
-class KeyRegistered(Event, frozen=True, tag="key.registered.v1"):
+class KeyRegistered(Event, frozen=True, tag="key.registered.v1", omit_defaults=True):
     """A key joins the log. The log's genesis entry registers the index key and is signed by it;
     later index, log and rerunner keys are granted by an index key; a community key registers
-    itself (proof of possession: the entry is signed by the key it registers)."""
+    itself (proof of possession: the entry is signed by the key it registers, over a statement
+    that names the single-use ``challenge`` the server issued for it)."""
 
     keyId: KeyId
     publicKey: str  # standard base64 of the raw 32-byte Ed25519 public key
     role: Role
     name: str
+    challenge: str | None = None
 
 
 class KeyRevoked(Event, frozen=True, tag="key.revoked.v1"):
@@ -37,4 +39,13 @@ class KeyRotated(Event, frozen=True, tag="key.rotated.v1"):
     newPublicKey: str
 
 
-KeyEvent = KeyRegistered | KeyRevoked | KeyRotated
+class KeyGranted(Event, frozen=True, tag="key.granted.v1"):
+    """The index gives a registered, valid key a role from the next entry on (a community key
+    becomes a rerunner). Signed by an index key; entries the key signed before keep the role it
+    had then."""
+
+    keyId: KeyId
+    role: Literal["rerunner"]
+
+
+KeyEvent = KeyRegistered | KeyRevoked | KeyRotated | KeyGranted

@@ -27,7 +27,13 @@ from projections.queries.lookups import (
     run_exists,
 )
 from projections.queries.manifests import manifest, run_manifest
-from projections.queries.moderation import Attestation, Report, attestations, reports
+from projections.queries.moderation import (
+    Attestation,
+    Report,
+    attestations,
+    find_attestations,
+    reports,
+)
 from projections.queries.runs import (
     aliases_of,
     all_aliases,
@@ -52,6 +58,7 @@ __all__ = [
     "all_ranks",
     "attestations",
     "current_size",
+    "find_attestations",
     "group",
     "hardware_names",
     "has_runs",

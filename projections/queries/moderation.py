@@ -10,7 +10,7 @@ import msgspec
 
 from projections.queries._asof import JSON, at
 
-__all__ = ["Attestation", "Report", "attestations", "reports"]
+__all__ = ["Attestation", "Report", "attestations", "find_attestations", "reports"]
 
 
 class Attestation(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -53,6 +53,47 @@ def attestations(
                 row[6],
                 withdrawn,
                 hidden,
+            )
+        )
+    return out
+
+
+def find_attestations(
+    conn: sqlite3.Connection,
+    as_of: int | None = None,
+    *,
+    attestation_id: str | None = None,
+    subject: str | None = None,
+    kind: str | None = None,
+    attester: str | None = None,
+    after: int | None = None,
+    limit: int = 100,
+) -> list[Attestation]:
+    """Attestations on any run at ``as_of``, by position (oldest first), hidden ones left out:
+    the one with payload digest ``attestation_id``, those on run ``subject``, of predicate ``kind``, by key
+    ``attester``; at most ``limit``, after the position ``after`` (a keyset cursor)."""
+    p = at(as_of)
+    where = ["valid_from <= ?", "(hidden_at IS NULL OR hidden_at > ?)", "valid_from > ?"]
+    args: list[object] = [p, p, -1 if after is None else after + 1]
+    for clause, value in (
+        ("id = ?", attestation_id),
+        ("run_digest = ?", subject),
+        ("json_extract(CAST(predicate AS TEXT), '$.kind') = ?", kind),
+        ("attester = ?", attester),
+    ):
+        if value is not None:
+            where.append(clause)
+            args.append(value)
+    out = []
+    for row in conn.execute(
+        "SELECT id, run_digest, attester, predicate_type, predicate, valid_from, recorded_at, withdrawn_at"
+        f" FROM p_attestations WHERE {' AND '.join(where)} ORDER BY valid_from LIMIT ?",
+        (*args, limit),
+    ):
+        withdrawn = row[7] is not None and row[7] <= p
+        out.append(
+            Attestation(
+                row[0], row[1], row[2], row[3], JSON.decode(row[4]), row[5] - 1, row[6], withdrawn
             )
         )
     return out

@@ -8,6 +8,7 @@ import pytest
 from events.types import (
     AttestationHidden,
     AttestationWithdrawn,
+    KeyGranted,
     ManifestRecorded,
     Origin,
     ReportFiled,
@@ -16,8 +17,10 @@ from events.types import (
     RunSuperseded,
 )
 from keys import SigningKey
-from projections.queries import run_view
+from projections.queries import keyring, run_view
+from service.app.replay import replay
 from service.ledger import Ledger
+from service.verification import verify_log
 from tests.builders import attestation, bundle, ingest_event, key_registration, rerun, signed_event
 
 
@@ -180,6 +183,47 @@ def test_reported_becomes_reproducible_when_the_missing_manifest_arrives(ledger:
     assert view is not None and view.unresolved == () and view.comparisonKey is not None
 
 
+def test_only_the_attester_withdraws_and_only_the_index_hides_or_resolves(
+    ledger: Ledger,
+) -> None:
+    community, other = SigningKey.generate(), SigningKey.generate()
+    ledger.append_pending(
+        [
+            signed_event(key_registration(key, "community"), key.key_id, key)
+            for key in (community, other)
+        ]
+    )
+    digest = _ingest(ledger, value=40, raw_evidence=True, author=0)
+    posted = ledger.append_pending([attestation(digest, community, "mine")])[0].payloadDigest
+    report = ledger.append([(ReportFiled(runDigest=digest, category="other", text="hm"), digest)])
+    rid = report[0].payloadDigest
+    ledger.append_pending(
+        [
+            signed_event(
+                AttestationWithdrawn(attestationId=posted, reason="not yours"), digest, other
+            ),
+            signed_event(
+                AttestationHidden(attestationId=posted, reason="not an index"), digest, other
+            ),
+            signed_event(ReportResolved(reportId=rid, resolution="x", note="y"), digest, community),
+        ]
+    )
+    conn = ledger.store.session
+
+    def state() -> tuple[object, ...]:
+        row = conn.execute("SELECT withdrawn_at, hidden_at FROM p_attestations").fetchone()
+        (resolved,) = conn.execute("SELECT resolved_at FROM p_reports").fetchone()
+        return (*row, resolved)
+
+    assert state() == (None, None, None)
+    ledger.append_pending(
+        [signed_event(AttestationWithdrawn(attestationId=posted, reason="mine"), digest, community)]
+    )
+    assert state()[0] is not None
+    assert verify_log(ledger.data.db).ok is False  # the other key's hide is not a role it holds
+    assert replay(ledger).ok
+
+
 def test_withdrawing_hiding_and_resolving_never_change_the_level(ledger: Ledger) -> None:
     community = SigningKey.generate()
     ledger.append_pending(
@@ -195,9 +239,11 @@ def test_withdrawing_hiding_and_resolving_never_change_the_level(ledger: Ledger)
             [attestation(d, community, "one"), attestation(d, community, "two")]
         )
         report = ledger.append([(ReportFiled(runDigest=d, category="other", text="hm"), d)])
+        # The attester withdraws its own attestation; the index hides and resolves.
+        withdrawal = AttestationWithdrawn(attestationId=posted[0].payloadDigest, reason="oops")
+        ledger.append_pending([signed_event(withdrawal, d, community)])
         ledger.append(
             [
-                (AttestationWithdrawn(attestationId=posted[0].payloadDigest, reason="oops"), d),
                 (AttestationHidden(attestationId=posted[1].payloadDigest, reason="spam"), d),
                 (
                     ReportResolved(
@@ -214,3 +260,24 @@ def test_withdrawing_hiding_and_resolving_never_change_the_level(ledger: Ledger)
     ).fetchone()
     resolved = conn.execute("SELECT count(resolved_at) FROM p_reports").fetchone()[0]
     assert (withdrawn, hidden, resolved) == (3, 3, 3)
+
+
+def test_a_granted_role_counts_from_its_position_on(ledger: Ledger) -> None:
+    """``key.granted.v1``: the index makes a community key a rerunner. Its rerun before the
+    grant is not an index-controlled rerun (verify names it; the level stays); after the grant
+    its rerun verifies the run. A community key cannot grant itself."""
+    key = SigningKey.generate()
+    ledger.append_pending([signed_event(key_registration(key, "community"), key.key_id, key)])
+    digest = _ingest(ledger, value=40, raw_evidence=True, author=0)
+    ledger.append_pending(
+        [signed_event(KeyGranted(keyId=key.key_id, role="rerunner"), key.key_id, key)]
+    )
+    ledger.append_pending([rerun(digest, key)])
+    assert _level(ledger, digest) == "reproducible"
+    assert verify_log(ledger.data.db).findings[0].reason.endswith("may not write key.granted.v1")
+    ledger.append([(KeyGranted(keyId=key.key_id, role="rerunner"), key.key_id)])
+    keys = keyring(ledger.store.session)
+    assert keys[key.key_id].role == "rerunner"
+    ledger.append_pending([rerun(digest, key, value=41)])
+    assert _level(ledger, digest) == "verified"
+    assert replay(ledger).ok
