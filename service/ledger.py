@@ -31,6 +31,7 @@ from projections.queries import keyring
 from projections.shards import Unshardable, open_rebuilt, rebuild_in_one, rebuild_sharded
 from service.config import DEFAULT_ORIGIN, DataDir
 from service.errors import NotInitialised, UsageError
+from service.groupcommit import GroupCommit, Request
 from service.signing import Signers, envelope_signer
 
 __all__ = ["Clock", "Ledger", "init_data_dir", "pending_of", "scratch_folder", "utcnow"]
@@ -63,6 +64,9 @@ class Ledger:
         self.signers = signers
         self.clock = clock
         self.projections = Materializer(store.session)
+        self.group: GroupCommit[Pending, sqlite3.Connection, Appended] = GroupCommit(
+            self._commit_group
+        )
         self._catch_up()
         if store.size > 0:
             self._check_keys()
@@ -187,17 +191,38 @@ class Ledger:
         return self.append_pending([pending_of(e, s) for e, s in events], progress=progress)
 
     def append_pending(
-        self, pending: Sequence[Pending], *, progress: Callable[[int], None] | None = None
+        self,
+        pending: Sequence[Pending],
+        *,
+        progress: Callable[[int], None] | None = None,
+        check: Callable[[sqlite3.Connection], None] | None = None,
     ) -> list[Appended]:
-        """Append pendings (some may carry an actor's own envelope) as one batch."""
-        self._catch_up_if_needed()
+        """Append pendings (some may carry an actor's own envelope) as one batch, committed
+        together with the batches other threads append meanwhile (group commit: one fsync for
+        all of them). ``check`` runs inside that transaction just before the append, on the
+        session the projections read (raise to refuse this batch alone). ``progress`` hears of
+        each chunk written (such a batch is committed on its own)."""
+        signed = self._signed(pending)
+        if progress is not None:
+            with self.store.transaction() as session:
+                self._catch_up_if_needed()
+                if check is not None:
+                    check(session)
+                return self._append(signed, progress)
+        return self.group.submit(signed, check)
+
+    def _signed(self, pending: Sequence[Pending]) -> list[Pending]:
         index = self.signers.index.key_id
-        signed = [
+        return [
             msgspec.structs.replace(
                 p, signer=envelope_signer(p.envelope) if p.envelope is not None else index
             )
             for p in pending
         ]
+
+    def _append(
+        self, signed: Sequence[Pending], progress: Callable[[int], None] | None = None
+    ) -> list[Appended]:
         return self.store.append(
             signed,
             sign=self.signers.sign_chunks,
@@ -206,6 +231,26 @@ class Ledger:
             project=self.projections,
             progress=progress,
         )
+
+    def _commit_group(self, batch: list[Request[Pending, sqlite3.Connection, Appended]]) -> None:
+        """Commit the requests of one group in one transaction (``GroupCommit``)."""
+        with self.store.transaction() as session:
+            self._catch_up_if_needed()
+            passed = []
+            for request in batch:
+                if request.check is not None:
+                    try:
+                        request.check(session)
+                    except Exception as exc:  # noqa: BLE001 - this request's refusal, kept for it
+                        request.error = exc
+                        continue
+                passed.append(request)
+            items = [p for request in passed for p in request.items]
+            results = self._append(items) if items else []
+        start = 0
+        for request in passed:
+            request.result = results[start : start + len(request.items)]
+            start += len(request.items)
 
     def _catch_up_if_needed(self) -> None:
         if self.projections.position() != self.store.refresh():

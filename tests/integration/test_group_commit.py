@@ -1,0 +1,108 @@
+"""Group commit on a real log: appends that arrive together are committed in one transaction
+(one fsync), each caller gets its own answer, and one request's refusal or fault is never
+another's."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+import pytest
+
+from events.errors import LogError
+from events.types import ReportFiled
+from service.ledger import Ledger, pending_of
+from service.verification import verify_log
+
+RUN = "sha256:" + "ab" * 32
+
+
+def _report(i: int) -> Any:
+    return pending_of(ReportFiled(runDigest=RUN, category="other", text=f"report {i}"), RUN)
+
+
+def _in_threads(calls: list[Callable[[], Any]]) -> list[Any]:
+    out: list[Any] = [None] * len(calls)
+
+    def run(i: int) -> None:
+        try:
+            out[i] = calls[i]()
+        except Exception as exc:  # noqa: BLE001 - the test looks at it
+            out[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
+    for t in threads:
+        t.start()
+        time.sleep(0.01)  # they queue up behind the first, which holds the writer's turn
+    for t in threads:
+        t.join(10)
+    return out
+
+
+def _holding_the_turn(ledger: Ledger, gate: threading.Event) -> Callable[[], Any]:
+    """A request whose check waits for ``gate``: it holds the writer's turn meanwhile."""
+    return lambda: ledger.append_pending([_report(-1)], check=lambda _session: gate.wait(5))
+
+
+def test_concurrent_appends_share_one_commit(ledger: Ledger) -> None:
+    size, commits = ledger.store.size, ledger.group.commits
+    gate = threading.Event()
+    calls = [_holding_the_turn(ledger, gate)]
+    calls += [(lambda i=i: ledger.append_pending([_report(i), _report(100 + i)])) for i in range(8)]
+    threading.Timer(0.3, gate.set).start()
+    results = _in_threads(calls)
+    assert ledger.group.commits - commits == 2  # the first alone, then the eight together
+    positions = sorted(a.seq for r in results for a in r)
+    assert positions == list(range(size, size + 17))
+    assert all(a.new for r in results for a in r)
+    for i, r in enumerate(results[1:]):
+        texts = [
+            msgspec.json.decode(ledger.store.leaf(a.seq) or b"")["envelope"]["payload"] for a in r
+        ]
+        assert len(set(texts)) == 2, i
+    assert verify_log(ledger.data.db).ok
+
+
+def test_a_refused_or_failing_request_leaves_the_others_committed(ledger: Ledger) -> None:
+    size = ledger.store.size
+    gate = threading.Event()
+
+    def refuse(_session: object) -> None:
+        raise PermissionError("this key was revoked")
+
+    unsigned = msgspec.structs.replace(
+        _report(7), envelope=b'{"payloadType":"x","payload":"","signatures":[]}'
+    )
+    calls = [
+        _holding_the_turn(ledger, gate),
+        lambda: ledger.append_pending([_report(1)]),
+        lambda: ledger.append_pending([_report(2)], check=refuse),
+        lambda: ledger.append_pending([unsigned]),  # the shared append fails on it
+        lambda: ledger.append_pending([_report(3)]),
+    ]
+    threading.Timer(0.3, gate.set).start()
+    results = _in_threads(calls)
+    assert isinstance(results[2], PermissionError)
+    assert isinstance(results[3], LogError)
+    assert [a.new for a in results[1]] == [True] and [a.new for a in results[4]] == [True]
+    assert ledger.store.refresh() == size + 3  # the gate's report, 1 and 3
+    assert verify_log(ledger.data.db).ok
+
+
+def test_a_check_sees_the_transaction_it_runs_in(ledger: Ledger) -> None:
+    seen: list[int] = []
+
+    def look(session: Any) -> None:
+        assert session.in_transaction
+        seen.append(session.execute("SELECT count(*) FROM p_reports").fetchone()[0])
+
+    ledger.append_pending([_report(1)])
+    ledger.append_pending([_report(2)], check=look)
+    assert seen == [1]
+    with pytest.raises(ValueError, match="no"):
+        ledger.append_pending(
+            [_report(3)], check=lambda _s: (_ for _ in ()).throw(ValueError("no"))
+        )
