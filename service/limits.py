@@ -1,0 +1,111 @@
+"""Rate limits on the public write endpoints, per signing key and per client address, by the
+hour and by the day, counted in the data directory's database (table ``rate_limits``) so that
+every API process on it shares them.
+
+Windows are fixed (the clock's hour and UTC day); a request over any limit is refused before
+anything is appended, with the seconds until its window ends (HTTP 429 ``Retry-After``); a
+refused request is not counted. Each check and count is one ``BEGIN IMMEDIATE`` transaction on
+its own connection, durable (``synchronous=FULL``) like everything the service acknowledges.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import msgspec
+
+from service.errors import ServiceError
+
+__all__ = ["Limits", "RateLimited", "RateLimiter"]
+
+HOUR, DAY = 3600, 86400
+_SCHEMA = """CREATE TABLE IF NOT EXISTS rate_limits (
+    scope TEXT NOT NULL, subject TEXT NOT NULL, span INTEGER NOT NULL, start INTEGER NOT NULL,
+    count INTEGER NOT NULL, PRIMARY KEY (scope, subject, span, start))"""
+
+
+class Limits(msgspec.Struct, frozen=True, kw_only=True):
+    """How many writes each signing key and each client address may make per hour and per day
+    (0: no limit)."""
+
+    key_hour: int = 120
+    key_day: int = 1000
+    address_hour: int = 60
+    address_day: int = 500
+
+    def of(self, scope: str) -> tuple[tuple[int, int], ...]:
+        """``(window in seconds, allowed)`` of ``scope`` (``key`` or ``address``)."""
+        hour, day = (
+            (self.key_hour, self.key_day)
+            if scope == "key"
+            else (self.address_hour, self.address_day)
+        )
+        return ((HOUR, hour), (DAY, day))
+
+
+class RateLimited(ServiceError):
+    """Over a rate limit: ``details["retry_after"]`` seconds until the window ends."""
+
+
+class RateLimiter:
+    """Counts writes per (scope, subject) in fixed windows, in the database at ``db``."""
+
+    def __init__(self, db: Path, limits: Limits, *, clock: Callable[[], float] = time.time) -> None:
+        self.limits = limits
+        self._clock = clock
+        self._conn = sqlite3.connect(db, isolation_level=None, check_same_thread=False, timeout=60)
+        self._conn.execute("PRAGMA synchronous=FULL")
+        self._conn.execute("PRAGMA busy_timeout=60000")
+        self._conn.execute(_SCHEMA)
+        self._lock = threading.Lock()
+
+    def hit(self, subjects: Sequence[tuple[str, str]]) -> None:
+        """Count one write for each ``(scope, subject)`` (scope ``key`` or ``address``), or
+        none if any is over its limit.
+
+        Raises:
+            RateLimited: a limit is reached; nothing was counted.
+        """
+        now = int(self._clock())
+        wanted = [
+            (scope, subject, span, now - now % span, allowed)
+            for scope, subject in subjects
+            for span, allowed in self.limits.of(scope)
+            if allowed > 0
+        ]
+        if not wanted:
+            return
+        conn = self._conn
+        with self._lock:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for scope, subject, span, start, allowed in wanted:
+                    row = conn.execute(
+                        "SELECT count FROM rate_limits"
+                        " WHERE scope = ? AND subject = ? AND span = ? AND start = ?",
+                        (scope, subject, span, start),
+                    ).fetchone()
+                    if row is not None and row[0] >= allowed:
+                        window = "hour" if span == HOUR else "day"
+                        raise RateLimited(
+                            f"rate limit reached: {allowed} writes per {window} for this "
+                            f"{'key' if scope == 'key' else 'client address'}",
+                            retry_after=start + span - now,
+                        )
+                conn.executemany(
+                    "INSERT INTO rate_limits VALUES (?, ?, ?, ?, 1) ON CONFLICT"
+                    " (scope, subject, span, start) DO UPDATE SET count = count + 1",
+                    [(scope, subject, span, start) for scope, subject, span, start, _ in wanted],
+                )
+                conn.execute("DELETE FROM rate_limits WHERE start + span < ?", (now - DAY,))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def close(self) -> None:
+        self._conn.close()
