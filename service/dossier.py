@@ -82,6 +82,7 @@ class Dossier(msgspec.Struct, frozen=True):
     artifacts: list[dict[str, Any]]
     attestations: list[queries.Attestation]
     reports: list[queries.Report]
+    underReview: bool  # a report is open (unresolved): shown, never a change of evidence level
     reruns: list[dict[str, Any]]
     history: list[HistoryItem]
     manifest: dict[str, Any]
@@ -204,6 +205,7 @@ def build_dossier(
         else None
     )
     ranked = queries.rank_of(conn, view, as_of, standings)
+    reports = queries.reports(conn, digest, as_of)
     group = view.group_key
     short = short_id(digest)
     manifest: dict[str, Any] = {"run": run}
@@ -283,7 +285,8 @@ def build_dossier(
         measurements=_measurements(run) if run else [],
         artifacts=_artifacts(run, implementation) if run else [],
         attestations=queries.attestations(conn, digest, as_of),
-        reports=queries.reports(conn, digest, as_of),
+        reports=reports,
+        underReview=any(r.resolution is None for r in reports),
         reruns=reruns,
         history=_history(conn, log, view, as_of),
         manifest=manifest,

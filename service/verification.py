@@ -41,8 +41,9 @@ CHUNK = 2048
 # Which roles may sign which entry types.
 _INDEX = frozenset({"index"})
 ALLOWED: dict[str, frozenset[str]] = {
-    "attestation.posted.v1": frozenset({"community", "index", "rerunner"}),
-    "attestation.withdrawn.v1": frozenset({"community", "index", "rerunner"}),
+    # Attesters sign their own statements: the index key signs only the index's own events.
+    "attestation.posted.v1": frozenset({"community", "rerunner"}),
+    "attestation.withdrawn.v1": frozenset({"community", "rerunner"}),
     "rerun.claimed.v1": frozenset({"rerunner"}),
     "rerun.completed.v1": frozenset({"rerunner"}),
 }

@@ -14,10 +14,12 @@ codes, problem details). Nothing here knows argparse or litestar.
   their sources' names;
 - ``log``: the signed checkpoint answering ``asOf``, entries, inclusion and consistency proofs;
 - ``verify``: verify a whole log, read-only;
-- ``replay``: rebuild every projection from the log and compare.
+- ``replay``: rebuild every projection from the log and compare;
+- ``keys``: challenges and self-registration of community keys (proof of possession);
+- ``attest``: post signed attestations (in-toto statements in DSSE envelopes), list and show them;
+- ``report``: file reports about a run (anonymous).
 
-Coming, each in its own module here: ``attest`` (post and withdraw attestations), ``report``
-(file and resolve reports), ``rerun`` (request, claim and complete reruns), ``cite`` (notarize a
+Coming, each in its own module here: ``rerun`` (request, claim and complete reruns), ``cite`` (notarize a
 citation), ``verify_citation`` (check a citation offline) and ``audit`` (check a remote log
 through ``events.port``, mirroring its leaves).
 """

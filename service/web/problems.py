@@ -20,7 +20,27 @@ from litestar.plugins.problem_details import (
 from events.errors import CanonicalizationError, EventError, InvalidManifest, LogError, ProofError
 from keys import KeyringError, UnknownKey, VerificationError
 from projections.errors import AmbiguousRun, BadAsOf, ProjectionError, UnknownGroup, UnknownRun
+from service.app.attest import (
+    InvalidStatement,
+    RoleMayNotAttest,
+    SubjectMismatch,
+    UnknownAttestation,
+    UnknownAttester,
+    UnknownSubject,
+    UnsupportedPredicate,
+)
+from service.app.keys import (
+    BadEnvelope,
+    BadSignature,
+    InvalidRegistration,
+    KeyAlreadyRegistered,
+    KeyMismatch,
+    NameTaken,
+    UnsupportedPayloadType,
+)
+from service.app.report import InvalidReport
 from service.errors import InvalidInput, NotFound, ServiceError, UsageError
+from service.state import ChallengeExpired, ChallengeForeign, ChallengeUnknown, ChallengeUsed
 
 __all__ = ["BASE", "Unauthorized", "plugin", "to_problem"]
 
@@ -59,6 +79,50 @@ PROBLEMS: dict[type[Exception], ProblemSpec] = {
     KeyringError: ProblemSpec(f"{BASE}/key-error", "Key error", 422),
     Unauthorized: ProblemSpec(f"{BASE}/unauthorized", "A valid operator token is required", 401),
     TooLarge: ProblemSpec(f"{BASE}/too-large", "The request body is too large", 413),
+    # Keys, attestations and reports (issue 13): each refusal its own type.
+    BadEnvelope: ProblemSpec(f"{BASE}/bad-envelope", "Not a well-formed DSSE envelope", 400),
+    UnsupportedPayloadType: ProblemSpec(
+        f"{BASE}/unsupported-payload-type", "The envelope's payload type is not taken here", 400
+    ),
+    InvalidRegistration: ProblemSpec(
+        f"{BASE}/invalid-registration", "Not a community key registration", 400
+    ),
+    KeyMismatch: ProblemSpec(f"{BASE}/key-mismatch", "The key ids do not agree", 403),
+    BadSignature: ProblemSpec(f"{BASE}/bad-signature", "The signature does not verify", 403),
+    KeyAlreadyRegistered: ProblemSpec(
+        f"{BASE}/key-registered", "The key is registered already", 409
+    ),
+    NameTaken: ProblemSpec(f"{BASE}/name-taken", "A valid key has this name", 409),
+    ChallengeUnknown: ProblemSpec(
+        f"{BASE}/challenge-unknown", "This server did not issue the challenge", 400
+    ),
+    ChallengeForeign: ProblemSpec(
+        f"{BASE}/challenge-foreign", "The challenge was issued for another key", 400
+    ),
+    ChallengeUsed: ProblemSpec(f"{BASE}/challenge-used", "The challenge was used already", 410),
+    ChallengeExpired: ProblemSpec(f"{BASE}/challenge-expired", "The challenge expired", 410),
+    UnknownAttester: ProblemSpec(
+        f"{BASE}/unknown-attester", "The signing key is not registered or not valid", 403
+    ),
+    RoleMayNotAttest: ProblemSpec(
+        f"{BASE}/role-may-not-attest", "This key's role may not attest", 403
+    ),
+    InvalidStatement: ProblemSpec(
+        f"{BASE}/invalid-statement", "Not an attestation statement the schema allows", 400
+    ),
+    UnsupportedPredicate: ProblemSpec(
+        f"{BASE}/unsupported-predicate", "The predicate type is not taken here", 400
+    ),
+    UnknownSubject: ProblemSpec(
+        f"{BASE}/unknown-subject", "The statement's subject is no run of the log", 422
+    ),
+    SubjectMismatch: ProblemSpec(
+        f"{BASE}/subject-mismatch", "The statement is about another run", 422
+    ),
+    UnknownAttestation: ProblemSpec(
+        f"{BASE}/unknown-attestation", "No attestation has this id", 404
+    ),
+    InvalidReport: ProblemSpec(f"{BASE}/invalid-report", "Not a report this server takes", 400),
     NotFound: ProblemSpec(f"{BASE}/not-found", "Not found", 404),
     InvalidInput: ProblemSpec(f"{BASE}/invalid-input", "The input was refused", 422),
     UsageError: ProblemSpec(f"{BASE}/bad-request", "The request is malformed", 400),

@@ -1,13 +1,73 @@
 """The JSON API under ``/v1``, one module per resource: ``runs`` (dossiers, lists, compare),
-``groups`` (leaderboards, leader history), ``log`` (checkpoint, key, entries, proofs) and
-``operator`` (health, ingest). Handlers translate: they parse the request, call one use case of
-``service.app`` and answer with its result, as a cached read (``service.web.caching``) where
-they read."""
+``groups`` (leaderboards, leader history), ``log`` (checkpoint, key, entries, proofs),
+``keys`` (challenges, community key registration), ``attestations`` (list, show, the
+predicate's schema), ``reports`` and ``operator`` (health, ingest). Handlers translate: they
+parse the request, call one use case of ``service.app`` and answer with its result, as a cached
+read (``service.web.caching``) where they read.
+
+The posts about a run (``POST /v1/runs/{ref}/attestations`` and ``…/reports``) share one route,
+``run_post``: a reference may hold ``/`` (``<source>:submission/7``), so it is a path parameter,
+which must end the route; the suffix picks the resource."""
 
 from __future__ import annotations
 
-from service.web.api import groups, log, operator, runs
+from collections.abc import Callable
+
+from litestar import Response, post
+from litestar.openapi.datastructures import ResponseSpec
+from litestar.params import FromPath, RawBody
+
+from service.app.attest import Posted
+from service.errors import NotFound
+from service.ledger import Ledger
+from service.web.api import attestations, groups, keys, log, operator, reports, runs
+from service.web.deps import LedgerDep, ReaderDep
+from service.web.params import RUN_ERRORS, problem
+from service.web.reads import Reader
 
 __all__ = ["API_HANDLERS"]
 
-API_HANDLERS = [*operator.HANDLERS, *runs.HANDLERS, *groups.HANDLERS, *log.HANDLERS]
+_POSTS: dict[str, Callable[[Ledger, Reader, str, bytes], Response[bytes]]] = {
+    "/attestations": attestations.post,
+    "/reports": reports.post,
+}
+
+
+@post(
+    "/v1/runs/{ref:path}",
+    tags=["runs"],
+    sync_to_thread=True,
+    responses={
+        201: ResponseSpec(
+            Posted,
+            description="Appended (attestations: the receipt; reports: {id, index}); 200 when "
+            "the log held the same statement already",
+            generate_examples=False,
+        ),
+        **RUN_ERRORS,
+        403: problem("Attestation: unknown or unfit key, or a signature that does not verify"),
+        422: problem("Attestation: the statement is about no run, or another run"),
+    },
+)
+def run_post(
+    ledger: LedgerDep, reader: ReaderDep, ref: FromPath[str], body: RawBody
+) -> Response[bytes]:
+    """``POST /v1/runs/{ref}/attestations``: the body is the attester's DSSE envelope over an
+    in-toto Statement v1 about the run (predicate: ``GET /schemas/attestation/v1``).
+    ``POST /v1/runs/{ref}/reports``: ``{"reason", "text"}``, anonymous."""
+    ref = ref.lstrip("/")
+    for suffix, answer in _POSTS.items():
+        if ref.endswith(suffix):
+            return answer(ledger, reader, ref.removesuffix(suffix), body)
+    raise NotFound("POST /v1/runs/{ref} takes …/attestations or …/reports")
+
+
+API_HANDLERS = [
+    *operator.HANDLERS,
+    *runs.HANDLERS,
+    *groups.HANDLERS,
+    *log.HANDLERS,
+    *keys.HANDLERS,
+    *attestations.HANDLERS,
+    run_post,
+]

@@ -1,0 +1,325 @@
+"""Attestations: post an attester's signed in-toto statement about a run, list them, show one
+with its exact signed envelope.
+
+A posted attestation is checked whole before it is appended: the envelope (strict, one
+signature, ``application/vnd.in-toto+json``), the run ``ref`` names, the key (registered and
+valid now, a role that may attest: community or rerunner, never the index or log key), the
+signature over the PAE with that key, the statement (in-toto Statement v1, one subject: the
+run's permalink and digest; the predicate type picks the entry type, and only
+``ATTESTATION_PREDICATE`` is taken) and its predicate (``PREDICATE_SCHEMA``, served at
+``GET /schemas/attestation/v1``); the key is checked again inside the append's transaction. The
+log stores the envelope as posted, so anyone can check it with the attester's public key alone.
+The same statement by the same key again is the entry the log already holds (nothing is
+appended).
+"""
+
+from __future__ import annotations
+
+import base64
+import sqlite3
+from importlib import resources
+from typing import Annotated, Any, Literal, NamedTuple, get_args
+from urllib.parse import urlsplit
+
+import msgspec
+from msgspec import UNSET, Meta, UnsetType
+
+from events.entries import INTOTO_PAYLOAD_TYPE, Pending
+from events.merkle import leaf_hash
+from events.port import LogReader
+from events.types.attestations import ATTESTATION_PREDICATE
+from keys import VerifyingKey
+from projections import queries
+from projections.keyring import KeyView
+from service.app.keys import SignedBody, check_signature, read_envelope, unique_members
+from service.app.log import Proof, latest_checkpoint
+from service.errors import NotFound, ServiceError, UsageError
+from service.ledger import Ledger
+
+__all__ = [
+    "ATTESTING_ROLES",
+    "KINDS",
+    "MAX_NOTE_BYTES",
+    "PREDICATE_SCHEMA",
+    "AttestationPage",
+    "AttestationRecord",
+    "InvalidStatement",
+    "Kind",
+    "Posted",
+    "Posting",
+    "Predicate",
+    "RoleMayNotAttest",
+    "SubjectMismatch",
+    "UnknownAttestation",
+    "UnknownAttester",
+    "UnknownSubject",
+    "UnsupportedPredicate",
+    "attestation_page",
+    "post_attestation",
+    "predicate_schema",
+    "show_attestation",
+]
+
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+Kind = Literal["reproduced", "could-not-reproduce", "environment-note", "regression-observed"]
+KINDS: tuple[str, ...] = get_args(Kind)
+ATTESTING_ROLES = frozenset({"community", "rerunner"})
+MAX_NOTE_BYTES = 4096
+PREDICATE_SCHEMA = "attestation-v1.schema.json"
+
+
+class UnknownAttester(ServiceError):
+    """The signing key is not registered, or not valid now."""
+
+
+class RoleMayNotAttest(ServiceError):
+    """The signing key's role may not post attestations (the index and log keys)."""
+
+
+class InvalidStatement(UsageError):
+    """The payload is not an in-toto Statement v1 whose predicate matches the schema."""
+
+
+class UnsupportedPredicate(UsageError):
+    """The statement's predicate type is not one an attestation entry takes."""
+
+
+class UnknownSubject(ServiceError):
+    """The statement's subject digest names no run the log holds."""
+
+
+class SubjectMismatch(ServiceError):
+    """The statement is about another run than the one the URL names."""
+
+
+class UnknownAttestation(NotFound):
+    """No attestation (shown at that size) has this id."""
+
+
+_Short = Annotated[str, Meta(min_length=1, max_length=64)]
+_Url = Annotated[str, Meta(max_length=2048)]
+
+
+class Predicate(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """The attestation predicate (``PREDICATE_SCHEMA``); ``value`` without ``statistic`` means
+    the run's primary statistic."""
+
+    kind: Kind
+    value: float | UnsetType = UNSET
+    unit: _Short | UnsetType = UNSET
+    statistic: _Short | UnsetType = UNSET
+    environment: dict[str, Any] | UnsetType = UNSET
+    evidenceUrls: Annotated[list[_Url], Meta(max_length=16)] | UnsetType = UNSET
+    note: str | UnsetType = UNSET
+
+
+class _Digest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    sha256: Annotated[str, Meta(pattern=r"^[0-9a-f]{64}\Z")]
+
+
+class _Subject(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    name: str
+    digest: _Digest
+
+
+class _Statement(
+    msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename={"type_": "_type"}
+):
+    type_: str
+    subject: list[_Subject]
+    predicateType: str
+    predicate: msgspec.Raw
+
+
+_STATEMENT = msgspec.json.Decoder(_Statement)
+_PREDICATE = msgspec.json.Decoder(Predicate)
+
+
+class Posted(msgspec.Struct, frozen=True):
+    """Where an attestation landed, with a signed checkpoint and the inclusion proof of its leaf
+    (``leafHash``, base64) in that checkpoint's tree; ``id`` is its payload digest."""
+
+    index: int
+    leafHash: str
+    checkpoint: str
+    inclusionProof: Proof
+    id: str
+
+
+class Posting(NamedTuple):
+    """The answer to a post, and whether this post appended it (False: the log held it)."""
+
+    posted: Posted
+    new: bool
+
+
+def predicate_schema() -> bytes:
+    """The JSON Schema of the attestation predicate, as served."""
+    return resources.files("service.app").joinpath("schemas", PREDICATE_SCHEMA).read_bytes()
+
+
+def _statement(payload: bytes) -> tuple[str, Predicate]:
+    """The subject digest (``sha256:<hex>``) and the predicate of an attestation statement."""
+    try:
+        unique_members(payload)
+        statement = _STATEMENT.decode(payload)
+    except (ValueError, msgspec.DecodeError) as exc:
+        raise InvalidStatement(f"not an in-toto Statement v1: {exc}") from None
+    if statement.type_ != STATEMENT_TYPE:
+        raise InvalidStatement(f"_type must be {STATEMENT_TYPE}")
+    if statement.predicateType != ATTESTATION_PREDICATE:
+        raise UnsupportedPredicate(
+            f"predicateType must be {ATTESTATION_PREDICATE}",
+            predicateType=statement.predicateType,
+        )
+    if len(statement.subject) != 1:
+        raise InvalidStatement("the statement must have exactly one subject: the run")
+    subject = statement.subject[0]
+    digest = "sha256:" + subject.digest.sha256
+    if subject.name != f"/runs/{digest}":
+        raise InvalidStatement(f"the subject's name must be the run's permalink /runs/{digest}")
+    try:
+        predicate = _PREDICATE.decode(statement.predicate)
+    except msgspec.DecodeError as exc:
+        raise InvalidStatement(f"predicate: {exc}") from None
+    if isinstance(predicate.note, str) and len(predicate.note.encode()) > MAX_NOTE_BYTES:
+        raise InvalidStatement(f"predicate: `note` is over {MAX_NOTE_BYTES} bytes of UTF-8")
+    for url in predicate.evidenceUrls or []:
+        parts = urlsplit(url)
+        if parts.scheme != "https" or not parts.hostname:
+            raise InvalidStatement(f"predicate: evidence URL {url!r} is not an https URL")
+    return digest, predicate
+
+
+def _attester(keys: dict[str, KeyView], signed: SignedBody, size: int) -> VerifyingKey:
+    keyid = signed.signature.keyid
+    key = keys.get(keyid)
+    if key is None or not key.valid_at(size):
+        raise UnknownAttester(
+            "the signing key is not registered, or no longer valid: register it first",
+            keyId=keyid,
+        )
+    if key.role not in ATTESTING_ROLES:
+        raise RoleMayNotAttest(f"a {key.role} key may not post attestations", keyId=keyid)
+    return VerifyingKey.from_raw(base64.b64decode(key.publicKey))
+
+
+def post_attestation(ledger: Ledger, ref: str, body: bytes) -> Posting:
+    """Append the attestation ``body`` (a DSSE envelope) on the run ``ref`` names, or find the
+    entry that holds it already.
+
+    Raises:
+        BadEnvelope, UnsupportedPayloadType, InvalidStatement, UnsupportedPredicate: malformed.
+        UnknownRun, AmbiguousRun: ``ref``.
+        UnknownAttester, RoleMayNotAttest, BadSignature: the signer.
+        UnknownSubject, SubjectMismatch: the statement is about no run, or another one.
+    """
+    signed = read_envelope(body, INTOTO_PAYLOAD_TYPE)
+    store = ledger.store
+    with store.snapshot() as conn:
+        digest = queries.resolve_run(conn, ref)
+        check_signature(signed, _attester(queries.keyring(conn), signed, store.refresh()))
+        subject, _ = _statement(signed.payload)
+        if queries.run_view(conn, subject) is None:
+            raise UnknownSubject(f"the log holds no run {subject}", subject=subject)
+    if subject != digest:
+        raise SubjectMismatch(
+            f"the statement is about {subject}, not {digest}", subject=subject, run=digest
+        )
+    pending = Pending(
+        type="attestation.posted.v1",
+        subject=digest,
+        payload=signed.payload,
+        payload_type=INTOTO_PAYLOAD_TYPE,
+        envelope=signed.raw,
+    )
+
+    def still_valid(session: sqlite3.Connection) -> None:
+        """Checked again in the append's transaction: the key may have been revoked since."""
+        _attester(queries.keyring(session), signed, store.refresh())
+
+    appended = ledger.append_pending([pending], check=still_valid)[0]
+    checkpoint = latest_checkpoint(ledger)
+    hashes = store.inclusion_proof(appended.seq, checkpoint.size)
+    leaf = store.leaf(appended.seq) or b""
+    posted = Posted(
+        index=appended.seq,
+        leafHash=base64.b64encode(leaf_hash(leaf)).decode(),
+        checkpoint=checkpoint.note.decode(),
+        inclusionProof=Proof(
+            appended.seq, checkpoint.size, [base64.b64encode(h).decode() for h in hashes]
+        ),
+        id=appended.payloadDigest,
+    )
+    return Posting(posted, appended.new)
+
+
+class AttestationPage(msgspec.Struct, frozen=True):
+    """A page of attestations by position; ``next`` is the cursor for ``after``, if any."""
+
+    items: list[queries.Attestation]
+    asOf: int
+    next: str | None = None
+
+
+def attestation_page(
+    conn: sqlite3.Connection,
+    as_of: int | None,
+    *,
+    size: int,
+    subject: str | None = None,
+    kind: str | None = None,
+    attester: str | None = None,
+    after: str | None = None,
+    limit: int = 100,
+) -> AttestationPage:
+    """At most ``limit`` attestations (on run ``subject``, of ``kind``, by key ``attester``)
+    after the cursor ``after`` (the last position seen), oldest first.
+
+    Raises:
+        UsageError: ``after`` is not a position.
+    """
+    if after is not None and not after.isdigit():
+        raise UsageError("after must be the position a previous page's `next` gave")
+    items = queries.find_attestations(
+        conn,
+        as_of,
+        subject=subject,
+        kind=kind,
+        attester=attester,
+        after=None if after is None else int(after),
+        limit=limit + 1,
+    )
+    more = len(items) > limit
+    items = items[:limit]
+    at = size if as_of is None else as_of
+    return AttestationPage(items, at, str(items[-1].position) if more else None)
+
+
+class AttestationRecord(msgspec.Struct, frozen=True):
+    """An attestation and the attester's DSSE envelope exactly as the log stores it."""
+
+    attestation: queries.Attestation
+    envelope: msgspec.Raw
+
+
+class _LeafEnvelope(msgspec.Struct, frozen=True):
+    envelope: msgspec.Raw
+
+
+_LEAF = msgspec.json.Decoder(_LeafEnvelope)
+
+
+def show_attestation(
+    conn: sqlite3.Connection, log: LogReader, attestation_id: str, as_of: int | None
+) -> AttestationRecord:
+    """The attestation ``attestation_id`` (its payload digest) with its signed envelope.
+
+    Raises:
+        UnknownAttestation: none has that id at ``as_of`` (or it is hidden).
+    """
+    found = queries.find_attestations(conn, as_of, attestation_id=attestation_id, limit=1)
+    leaf = log.leaf(found[0].position) if found else None
+    if leaf is None:
+        raise UnknownAttestation(f"no attestation {attestation_id}", id=attestation_id)
+    return AttestationRecord(found[0], _LEAF.decode(leaf).envelope)

@@ -1,0 +1,280 @@
+"""Community keys: issue a registration challenge, and register a key that signed one (proof of
+possession: the ``key.registered.v1`` entry is the key's own DSSE envelope over an event that
+names the challenge). Also the strict reading of a DSSE envelope an actor posts, which
+attestations share.
+
+A registration is checked whole before anything is written: the envelope (strict JSON, one
+signature, canonical base64, the event payload type), the payload (exactly the encoding of a
+``KeyRegistered`` event, role ``community``, a valid name), the key (key id = payload keyId =
+SHA-256 of the public key, the signature over the PAE verifies with it), the challenge (issued
+here for that key id, unexpired, unused), and the keyring (the key is new, its name unused by any
+valid key, case-insensitively). The challenge is then used, and the entry appended, the keyring
+checked again inside the append's transaction.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+import sqlite3
+from typing import Any, NamedTuple
+
+import msgspec
+
+from events.entries import EVENT_PAYLOAD_TYPE, Pending
+from events.types import EVENT_DECODER, EVENT_ENCODER, KeyRegistered
+from keys import KeyringError, Signature, VerificationError, VerifyingKey, pae
+from keys.notekeys import valid_key_name
+from projections.keyring import KeyView
+from projections.queries import keyring
+from service.errors import ServiceError, UsageError
+from service.ledger import Ledger
+from service.state import Challenge, Challenges
+
+__all__ = [
+    "BadEnvelope",
+    "BadSignature",
+    "InvalidRegistration",
+    "KeyAlreadyRegistered",
+    "KeyMismatch",
+    "NameTaken",
+    "Registered",
+    "SignedBody",
+    "UnsupportedPayloadType",
+    "check_signature",
+    "issue_challenge",
+    "read_envelope",
+    "register_key",
+    "unique_members",
+]
+
+_KEY_ID = re.compile(r"[0-9a-f]{64}\Z")
+
+
+class BadEnvelope(UsageError):
+    """The body is not a well-formed DSSE envelope with exactly one signature."""
+
+
+class UnsupportedPayloadType(UsageError):
+    """The envelope's payload type is not the one this endpoint takes."""
+
+
+class BadSignature(ServiceError):
+    """The envelope's signature does not verify with the key it names."""
+
+
+class KeyMismatch(ServiceError):
+    """The envelope's key id, the payload's key id and the public key do not agree."""
+
+
+class InvalidRegistration(UsageError):
+    """The payload is not a community key registration this server accepts."""
+
+
+class KeyAlreadyRegistered(ServiceError):
+    """The log already holds this key."""
+
+
+class NameTaken(ServiceError):
+    """A valid key already has this name (compared case-insensitively)."""
+
+
+class Registered(msgspec.Struct, frozen=True):
+    """A key the log registered, and the position of its entry."""
+
+    keyId: str
+    name: str
+    role: str
+    index: int
+
+
+class _Signature(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    keyid: str
+    sig: str
+
+
+class _Envelope(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    payloadType: str
+    payload: str
+    signatures: list[_Signature]
+
+
+_ENVELOPE = msgspec.json.Decoder(_Envelope)
+
+
+class SignedBody(NamedTuple):
+    """A posted envelope, read strictly: its exact bytes, the payload, and its one signature."""
+
+    raw: bytes
+    payload: bytes
+    signature: Signature
+    payload_type: str
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError(
+            f"duplicate member names: {sorted({k for k in keys if keys.count(k) > 1})}"
+        )
+    return dict(pairs)
+
+
+def unique_members(data: bytes) -> None:
+    """Refuse JSON whose objects repeat a member name (parsers disagree on which one counts).
+
+    Raises:
+        ValueError: not JSON, or a repeated member name.
+    """
+    json.loads(data, object_pairs_hook=_no_duplicates)
+
+
+def _strict_b64(text: str, field: str) -> bytes:
+    """Canonical padded standard base64, the only form ``benchproof verify`` reads."""
+    try:
+        data = binascii.a2b_base64(text, strict_mode=True)
+    except binascii.Error:
+        data = None
+    if data is None or base64.b64encode(data).decode() != text:
+        raise BadEnvelope(f"{field} is not canonical standard base64", field=field)
+    return data
+
+
+def read_envelope(body: bytes, payload_type: str) -> SignedBody:
+    """Read a posted DSSE envelope strictly: JSON with no unknown or repeated members, exactly
+    one signature, canonical standard base64 payload and signature, payload type
+    ``payload_type``. The signature is not checked here (the caller knows the key).
+
+    Raises:
+        BadEnvelope: any of that fails but the payload type.
+        UnsupportedPayloadType: another payload type.
+    """
+    raw = body.strip()
+    try:
+        unique_members(raw)
+        envelope = _ENVELOPE.decode(raw)
+    except (ValueError, msgspec.DecodeError) as exc:
+        raise BadEnvelope(f"not a DSSE envelope: {exc}") from None
+    if len(envelope.signatures) != 1:
+        raise BadEnvelope(
+            f"the envelope must carry exactly one signature, not {len(envelope.signatures)}"
+        )
+    if envelope.payloadType != payload_type:
+        raise UnsupportedPayloadType(
+            f"payloadType must be {payload_type}, not {envelope.payloadType!r}",
+            payloadType=envelope.payloadType,
+        )
+    payload = _strict_b64(envelope.payload, "payload")
+    sig = envelope.signatures[0]
+    _strict_b64(sig.sig, "signatures[0].sig")
+    return SignedBody(raw, payload, Signature(sig.keyid, sig.sig), envelope.payloadType)
+
+
+def check_signature(signed: SignedBody, key: VerifyingKey) -> None:
+    """The envelope's signature over the PAE verifies with ``key``.
+
+    Raises:
+        BadSignature: it does not.
+    """
+    try:
+        key.verify(base64.b64decode(signed.signature.sig), pae(signed.payload_type, signed.payload))
+    except VerificationError:
+        raise BadSignature(
+            "the signature does not verify with the key it names", keyId=key.key_id
+        ) from None
+
+
+def issue_challenge(ledger: Ledger, key_id: str) -> Challenge:
+    """A single-use registration challenge for ``key_id``, valid five minutes.
+
+    Raises:
+        UsageError: ``key_id`` is not 64 lowercase hex digits.
+    """
+    if not _KEY_ID.match(key_id):
+        raise UsageError("keyId must be 64 lowercase hex digits (SHA-256 of the public key)")
+    return Challenges(ledger.data.db).issue(key_id, ledger.clock())
+
+
+def _registration(signed: SignedBody) -> tuple[KeyRegistered, str]:
+    """The payload as a community key registration, and the challenge it names."""
+    try:
+        event = EVENT_DECODER.decode(signed.payload)
+    except msgspec.DecodeError as exc:
+        raise InvalidRegistration(f"the payload is not an event: {exc}") from None
+    if not isinstance(event, KeyRegistered):
+        raise InvalidRegistration("the payload must be a key.registered.v1 event")
+    if EVENT_ENCODER.encode(event) != signed.payload:
+        raise InvalidRegistration(
+            "the payload must be exactly the event's encoding (no unknown or repeated fields)"
+        )
+    if event.role != "community":
+        raise InvalidRegistration(f"a key registers itself as community, not {event.role}")
+    if not valid_key_name(event.name):
+        raise InvalidRegistration(
+            f"invalid key name {event.name!r}: non-empty UTF-8 with no spaces and no '+'"
+        )
+    if event.challenge is None:
+        raise InvalidRegistration("the registration must name the challenge it answers")
+    return event, event.challenge
+
+
+def _public_key(event: KeyRegistered, keyid: str) -> VerifyingKey:
+    """The registered public key, if the key ids agree with it."""
+    try:
+        key = VerifyingKey.from_raw(base64.b64decode(event.publicKey, validate=True))
+    except (binascii.Error, KeyringError):
+        raise InvalidRegistration("publicKey must be base64 of a raw 32-byte Ed25519 key") from None
+    if not keyid == event.keyId == key.key_id:
+        raise KeyMismatch(
+            "the envelope's key id, the payload's keyId and SHA-256 of publicKey must be equal",
+            envelopeKeyId=keyid,
+            keyId=event.keyId,
+            publicKeyId=key.key_id,
+        )
+    return key
+
+
+def _check_new(keys: dict[str, KeyView], event: KeyRegistered, size: int) -> None:
+    if event.keyId in keys:
+        raise KeyAlreadyRegistered("the log already holds this key", keyId=event.keyId)
+    folded = event.name.casefold()
+    for key in keys.values():
+        if key.valid_at(size) and key.name.casefold() == folded:
+            raise NameTaken(f"a valid key is already named {key.name!r}", name=event.name)
+
+
+def register_key(ledger: Ledger, body: bytes) -> Registered:
+    """Register the community key that signed ``body`` (a DSSE envelope over a
+    ``key.registered.v1`` event naming a challenge issued for it).
+
+    Raises:
+        BadEnvelope, UnsupportedPayloadType, InvalidRegistration: malformed.
+        KeyMismatch, BadSignature: not signed by the key it registers.
+        ChallengeUnknown, ChallengeForeign, ChallengeUsed, ChallengeExpired: the challenge.
+        KeyAlreadyRegistered, NameTaken: the keyring.
+    """
+    signed = read_envelope(body, EVENT_PAYLOAD_TYPE)
+    event, challenge = _registration(signed)
+    check_signature(signed, _public_key(event, signed.signature.keyid))
+    challenges = Challenges(ledger.data.db)
+    challenges.check(challenge, event.keyId, ledger.clock())
+    store = ledger.store
+    with store.snapshot() as conn:
+        _check_new(keyring(conn), event, store.refresh())
+    # Used before the append: a used challenge is never used again, even if the append fails.
+    challenges.use(challenge, event.keyId, ledger.clock())
+    pending = Pending(
+        type="key.registered.v1",
+        subject=event.keyId,
+        payload=signed.payload,
+        envelope=signed.raw,
+    )
+
+    def still_new(session: sqlite3.Connection) -> None:
+        """Checked again in the append's transaction: another may have taken the name."""
+        _check_new(keyring(session), event, store.refresh())
+
+    appended = ledger.append_pending([pending], check=still_new)[0]
+    return Registered(event.keyId, event.name, event.role, appended.seq)

@@ -1,0 +1,68 @@
+"""Reports: anybody may report a problem with a run (anonymously). The index signs and appends
+``report.filed.v1``; a run with an unresolved report is "under review" (its dossier says so).
+A report never changes the run's evidence level (DESIGN.md §7)."""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+import msgspec
+
+from events.types import ReportFiled
+from projections import queries
+from service.errors import UsageError
+from service.ledger import Ledger, pending_of
+
+__all__ = ["MAX_TEXT_BYTES", "REASONS", "Filed", "InvalidReport", "Reason", "file_report"]
+
+Reason = Literal[
+    "incorrect-result",
+    "suspected-reward-hack",
+    "weak-correctness-check",
+    "wrong-hardware-or-environment",
+    "duplicate",
+    "license",
+    "other",
+]
+REASONS: tuple[str, ...] = get_args(Reason)
+MAX_TEXT_BYTES = 4096
+
+
+class InvalidReport(UsageError):
+    """The report is not ``{"reason", "text"}`` with a known reason and a short enough text."""
+
+
+class _Report(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    reason: Reason
+    text: str
+
+
+_REPORT = msgspec.json.Decoder(_Report)
+
+
+class Filed(msgspec.Struct, frozen=True):
+    """A report in the log: its id (the entry's payload digest) and position."""
+
+    id: str
+    index: int
+
+
+def file_report(ledger: Ledger, ref: str, body: bytes) -> tuple[Filed, bool]:
+    """File the report ``body`` (JSON ``{"reason", "text"}``) on the run ``ref`` names; return
+    it and whether this call appended it (the same report again is the entry already held).
+
+    Raises:
+        InvalidReport: malformed body, unknown reason, text over ``MAX_TEXT_BYTES``.
+        UnknownRun, AmbiguousRun: ``ref``.
+    """
+    try:
+        report = _REPORT.decode(body)
+    except msgspec.DecodeError as exc:
+        raise InvalidReport(f"a report is {{reason, text}}: {exc}", reasons=list(REASONS)) from None
+    if len(report.text.encode()) > MAX_TEXT_BYTES:
+        raise InvalidReport(f"text is over {MAX_TEXT_BYTES} bytes of UTF-8")
+    with ledger.store.snapshot() as conn:
+        digest = queries.resolve_run(conn, ref)
+    event = ReportFiled(runDigest=digest, category=report.reason, text=report.text)
+    appended = ledger.append_pending([pending_of(event, digest)])[0]
+    return Filed(appended.payloadDigest, appended.seq), appended.new

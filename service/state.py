@@ -1,0 +1,152 @@
+"""Server state that is not part of the log: the single-use challenges a community key signs to
+register itself (proof of possession, ``POST /v1/keys/challenges``).
+
+A challenge is 32 random bytes (base64url, 43 characters), bound to one key id, valid for
+``CHALLENGE_TTL`` and usable once. Challenges live in the data directory's database, in the
+table ``challenges`` (neither a log nor a projection table), so that every API process serving
+the directory shares them; each call opens its own short connection with durable commits
+(``synchronous=FULL``), and using a challenge is one conditional UPDATE, so two requests racing
+with the same challenge cannot both use it.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import secrets
+import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import msgspec
+
+from service.errors import ServiceError, UsageError
+
+__all__ = [
+    "CHALLENGE_TTL",
+    "Challenge",
+    "ChallengeExpired",
+    "ChallengeForeign",
+    "ChallengeUnknown",
+    "ChallengeUsed",
+    "Challenges",
+]
+
+CHALLENGE_TTL = timedelta(minutes=5)
+# Used and expired challenges are kept this long (so a late retry hears "used" or "expired",
+# not "unknown"), then removed when a new one is issued.
+_KEEP = timedelta(days=1)
+
+_SCHEMA = """CREATE TABLE IF NOT EXISTS challenges (
+    challenge TEXT PRIMARY KEY, key_id TEXT NOT NULL, expires_us INTEGER NOT NULL,
+    used_us INTEGER)"""
+
+
+class ChallengeUnknown(UsageError):
+    """The challenge was never issued by this server (or is long gone)."""
+
+
+class ChallengeForeign(UsageError):
+    """The challenge was issued for another key id."""
+
+
+class ChallengeUsed(ServiceError):
+    """The challenge was already used by a registration."""
+
+
+class ChallengeExpired(ServiceError):
+    """The challenge's time ran out before it was used."""
+
+
+class Challenge(msgspec.Struct, frozen=True):
+    """A challenge as issued: the value to sign, the key id it is bound to and when it expires
+    (RFC 3339, UTC)."""
+
+    challenge: str
+    keyId: str
+    expiresAt: str
+
+
+def _micros(instant: datetime) -> int:
+    return int(instant.timestamp() * 1_000_000)
+
+
+def _rfc3339(micros: int) -> str:
+    return datetime.fromtimestamp(micros // 1_000_000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Challenges:
+    """The challenges of the data directory whose database is ``db``."""
+
+    def __init__(self, db: Path) -> None:
+        self.db = db
+
+    @contextlib.contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        conn = sqlite3.connect(self.db, isolation_level=None, timeout=60)
+        try:
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute("PRAGMA busy_timeout=60000")
+            conn.execute(_SCHEMA)
+            yield conn
+        finally:
+            conn.close()
+
+    def issue(self, key_id: str, now: datetime) -> Challenge:
+        """A new challenge for ``key_id`` (64 lowercase hex, checked by the caller), expiring
+        ``CHALLENGE_TTL`` after ``now``; challenges gone stale for a day are removed."""
+        value = base64.urlsafe_b64encode(secrets.token_bytes(32)).rstrip(b"=").decode()
+        expires = _micros(now + CHALLENGE_TTL)
+        with self._connect() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("DELETE FROM challenges WHERE expires_us < ?", (_micros(now - _KEEP),))
+            conn.execute(
+                "INSERT INTO challenges (challenge, key_id, expires_us) VALUES (?, ?, ?)",
+                (value, key_id, expires),
+            )
+            conn.execute("COMMIT")
+        return Challenge(value, key_id, _rfc3339(expires))
+
+    def check(self, challenge: str, key_id: str, now: datetime) -> None:
+        """Return if ``challenge`` could be used by ``key_id`` at ``now`` (it stays unused).
+
+        Raises:
+            ChallengeUnknown: never issued here.
+            ChallengeForeign: issued for another key id.
+            ChallengeUsed: already used.
+            ChallengeExpired: expired.
+        """
+        with self._connect() as conn:
+            row = conn.execute(
+                "SELECT key_id, expires_us, used_us FROM challenges WHERE challenge = ?",
+                (challenge,),
+            ).fetchone()
+        if row is None:
+            raise ChallengeUnknown("this server did not issue that challenge")
+        owner, expires, used = row
+        if owner != key_id:
+            raise ChallengeForeign("the challenge was issued for another key id")
+        if used is not None:
+            raise ChallengeUsed("the challenge was already used: ask for a new one")
+        if expires <= _micros(now):
+            raise ChallengeExpired(
+                f"the challenge expired at {_rfc3339(expires)}: ask for a new one"
+            )
+
+    def use(self, challenge: str, key_id: str, now: datetime) -> None:
+        """Mark ``challenge`` used by ``key_id`` at ``now``, atomically: of two requests with the
+        same challenge, one only succeeds.
+
+        Raises:
+            ChallengeUnknown, ChallengeForeign, ChallengeUsed, ChallengeExpired: as ``check``.
+        """
+        at = _micros(now)
+        with self._connect() as conn:
+            done = conn.execute(
+                "UPDATE challenges SET used_us = ? WHERE challenge = ? AND key_id = ?"
+                " AND used_us IS NULL AND expires_us > ?",
+                (at, challenge, key_id, at),
+            ).rowcount
+        if done != 1:
+            self.check(challenge, key_id, now)

@@ -1,0 +1,105 @@
+"""``/v1/attestations`` and the attestation predicate's JSON Schema: signed statements about
+runs, posted by registered community or rerunner keys (``POST /v1/runs/{ref}/attestations``,
+``post``), listed by run, kind and attester, and shown one by one with the attester's exact DSSE
+envelope, so anyone can check it with the attester's public key alone."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+from litestar import Request, Response, get
+from litestar.params import FromPath, QueryParameter
+
+from service.app import attest
+from service.ledger import Ledger
+from service.web.caching import etag_of, respond, settled
+from service.web.deps import ReaderDep
+from service.web.params import BAD_REQUEST, AsOf, answer, as_of, problem
+from service.web.reads import Reader
+
+__all__ = ["HANDLERS", "post"]
+
+_ENC = msgspec.json.Encoder()
+SCHEMA_MEDIA = "application/schema+json"
+
+
+def post(ledger: Ledger, reader: Reader, ref: str, body: bytes) -> Response[bytes]:
+    """``POST /v1/runs/{ref}/attestations``: 201 with where the attestation landed, its signed
+    checkpoint and inclusion proof; 200 with the same when the log held it already."""
+    posting = attest.post_attestation(ledger, ref, body)
+    reader.invalidate()
+    return Response(
+        _ENC.encode(posting.posted),
+        status_code=201 if posting.new else 200,
+        media_type="application/json",
+    )
+
+
+@get(
+    "/v1/attestations",
+    tags=["attestations"],
+    responses={**answer(attest.AttestationPage, "A page of attestations"), **BAD_REQUEST},
+)
+async def attestation_list(
+    request: Request[Any, Any, Any],
+    reader: ReaderDep,
+    as_of_text: AsOf = None,
+    subject: Annotated[
+        str | None, QueryParameter(description="the run's digest, sha256:<hex>")
+    ] = None,
+    kind: Annotated[str | None, QueryParameter(description="the predicate's kind")] = None,
+    attester: Annotated[str | None, QueryParameter(description="the attester's key id")] = None,
+    after: Annotated[
+        str | None, QueryParameter(description="keyset cursor: a previous page's `next`")
+    ] = None,
+    limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
+) -> Response[bytes]:
+    """Attestations (hidden ones left out), oldest first, a page at a time."""
+    at = as_of(reader, as_of_text)
+    page = attest.attestation_page(
+        reader.conn,
+        at,
+        size=reader.size(),
+        subject=subject,
+        kind=kind,
+        attester=attester,
+        after=after,
+        limit=limit,
+    )
+    body = _ENC.encode(page)
+    return respond(request, body, etag_of(body), pinned=settled(reader, as_of_text, at))
+
+
+@get(
+    "/v1/attestations/{attestation_id:str}",
+    tags=["attestations"],
+    responses={
+        **answer(attest.AttestationRecord, "The attestation and its signed envelope"),
+        **BAD_REQUEST,
+        404: problem("No attestation has this id"),
+    },
+)
+async def attestation_show(
+    request: Request[Any, Any, Any],
+    reader: ReaderDep,
+    attestation_id: FromPath[str],
+    as_of_text: AsOf = None,
+) -> Response[bytes]:
+    """One attestation by id (its entry's payload digest), with the attester's DSSE envelope as
+    the log stores it."""
+    at = as_of(reader, as_of_text)
+    record = attest.show_attestation(reader.conn, reader.log, attestation_id, at)
+    body = _ENC.encode(record)
+    return respond(request, body, etag_of(body), pinned=settled(reader, as_of_text, at))
+
+
+@get("/schemas/attestation/v1", tags=["attestations"], media_type=SCHEMA_MEDIA)
+async def predicate_schema(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """The JSON Schema (2020-12) of the attestation predicate
+    (``https://benchproof.dev/attestation/v1``)."""
+    body = attest.predicate_schema()
+    return respond(request, body, etag_of(body), pinned=False, media_type=SCHEMA_MEDIA)
+
+
+HANDLERS = [attestation_list, attestation_show, predicate_schema]
