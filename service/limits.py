@@ -5,7 +5,9 @@ every API process on it shares them.
 Windows are fixed (the clock's hour and UTC day); a request over any limit is refused before
 anything is appended, with the seconds until its window ends (HTTP 429 ``Retry-After``); a
 refused request is not counted. Each check and count is one ``BEGIN IMMEDIATE`` transaction on
-its own connection, durable (``synchronous=FULL``) like everything the service acknowledges.
+its own connection, in WAL mode with ``synchronous=NORMAL``: counts are not records anyone was
+promised, and an fsync per request would undo the log's group commit (a power cut may forget
+the last counts, never an entry).
 """
 
 from __future__ import annotations
@@ -58,7 +60,8 @@ class RateLimiter:
         self.limits = limits
         self._clock = clock
         self._conn = sqlite3.connect(db, isolation_level=None, check_same_thread=False, timeout=60)
-        self._conn.execute("PRAGMA synchronous=FULL")
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("PRAGMA busy_timeout=60000")
         self._conn.execute(_SCHEMA)
         self._lock = threading.Lock()
