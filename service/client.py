@@ -1,5 +1,6 @@
 """A small JSON client of a Benchproof server, for the commands that talk to one (``keys
-register``, ``attest``, ``report``).
+register``, ``keys revoke``, ``keys grant``, ``attest``, ``withdraw``, ``hide``, ``report``,
+``resolve``); an operator's commands send their token as ``Authorization: Bearer``.
 
 A refusal (any status from 300 on) becomes the error the CLI already maps to an exit code: 404 is
 :class:`NotFound` (exit 3), anything else :class:`UsageError` (exit 2), with a one-line message
@@ -64,15 +65,17 @@ class Client:
     """JSON requests to one server (``base_url``, e.g. ``http://127.0.0.1:8000``); a context
     manager that closes its connections."""
 
-    def __init__(self, base_url: str, *, timeout: float = _TIMEOUT) -> None:
-        """Raises :class:`UsageError` when ``base_url`` is not an http(s) URL with a host."""
+    def __init__(
+        self, base_url: str, *, timeout: float = _TIMEOUT, token: str | None = None
+    ) -> None:
+        """Raises :class:`UsageError` when ``base_url`` is not an http(s) URL with a host.
+        ``token``: an operator token, sent with every request."""
         url = _server_url(base_url)
         self.base_url = str(url).rstrip("/")
-        self._http = httpx.Client(
-            base_url=url,
-            timeout=timeout,
-            headers={"accept": f"{_JSON}, application/problem+json"},
-        )
+        headers = {"accept": f"{_JSON}, application/problem+json"}
+        if token is not None:
+            headers["authorization"] = f"Bearer {token}"
+        self._http = httpx.Client(base_url=url, timeout=timeout, headers=headers)
 
     def __enter__(self) -> Client:
         return self

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import msgspec
 
+from service.limits import Limits
+
 __all__ = ["DEFAULT_ORIGIN", "DataDir", "Settings"]
 
 DEFAULT_ORIGIN = "benchproof.local/log"
@@ -49,10 +51,13 @@ class DataDir:
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
-    """What ``create_app`` and the commands need to know."""
+    """What ``create_app`` and the commands need to know. ``limits``: the public writes' rate
+    limits; ``trusted_proxies``: the peers whose ``X-Forwarded-For`` names the client."""
 
     data: Path
     host: str = "127.0.0.1"
     port: int = 8000
     max_body_bytes: int = 64 * 1024 * 1024
     public_url: str = ""
+    limits: Limits = msgspec.field(default_factory=Limits)
+    trusted_proxies: tuple[str, ...] = ()

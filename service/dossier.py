@@ -83,6 +83,7 @@ class Dossier(msgspec.Struct, frozen=True):
     attestations: list[queries.Attestation]
     reports: list[queries.Report]
     underReview: bool  # a report is open (unresolved): shown, never a change of evidence level
+    hiddenByModeration: int  # attestations the index hid: kept in the log, left out of the list
     reruns: list[dict[str, Any]]
     history: list[HistoryItem]
     manifest: dict[str, Any]
@@ -206,6 +207,7 @@ def build_dossier(
     )
     ranked = queries.rank_of(conn, view, as_of, standings)
     reports = queries.reports(conn, digest, as_of)
+    attested = queries.attestations(conn, digest, as_of, include_hidden=True)
     group = view.group_key
     short = short_id(digest)
     manifest: dict[str, Any] = {"run": run}
@@ -284,9 +286,10 @@ def build_dossier(
         workload=_workload(workload, view.workloadDigest),
         measurements=_measurements(run) if run else [],
         artifacts=_artifacts(run, implementation) if run else [],
-        attestations=queries.attestations(conn, digest, as_of),
+        attestations=[a for a in attested if not a.hidden],
         reports=reports,
         underReview=any(r.resolution is None for r in reports),
+        hiddenByModeration=sum(a.hidden for a in attested),
         reruns=reruns,
         history=_history(conn, log, view, as_of),
         manifest=manifest,

@@ -19,7 +19,7 @@ from projections.queries.groups import (
     rank_of,
     ranked_members,
 )
-from projections.queries.keys import keyring
+from projections.queries.keys import attestation_counts, keyring
 from projections.queries.lookups import (
     known_manifests,
     latest_for_row,
@@ -29,9 +29,12 @@ from projections.queries.lookups import (
 from projections.queries.manifests import manifest, run_manifest
 from projections.queries.moderation import (
     Attestation,
+    AttestationState,
     Report,
+    attestation_state,
     attestations,
     find_attestations,
+    find_report,
     reports,
 )
 from projections.queries.runs import (
@@ -48,6 +51,7 @@ from projections.queries.state import current_size, stored_format
 
 __all__ = [
     "Attestation",
+    "AttestationState",
     "GroupSummary",
     "Ranked",
     "Report",
@@ -56,9 +60,12 @@ __all__ = [
     "aliases_of",
     "all_aliases",
     "all_ranks",
+    "attestation_counts",
+    "attestation_state",
     "attestations",
     "current_size",
     "find_attestations",
+    "find_report",
     "group",
     "hardware_names",
     "has_runs",

@@ -1,5 +1,11 @@
 """Reads of what others said about a run: attestations (withdrawn or hidden ones marked as of
-the size read) and reports (with their resolution once resolved)."""
+the size read) and reports (with their resolution once resolved), and the current state of one
+attestation or report, which moderation checks before it writes.
+
+``p_attestations`` keeps one ``reason`` column, written by the withdrawal or the hiding that
+came first to the row (each applies once), and overwritten by the later one. A withdrawal's
+reason is shown only when it is the one the column holds: the row was not hidden, or hidden
+before it was withdrawn (a hidden attestation is never listed)."""
 
 from __future__ import annotations
 
@@ -10,7 +16,16 @@ import msgspec
 
 from projections.queries._asof import JSON, at
 
-__all__ = ["Attestation", "Report", "attestations", "find_attestations", "reports"]
+__all__ = [
+    "Attestation",
+    "AttestationState",
+    "Report",
+    "attestation_state",
+    "attestations",
+    "find_attestations",
+    "find_report",
+    "reports",
+]
 
 
 class Attestation(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -24,7 +39,34 @@ class Attestation(msgspec.Struct, frozen=True, omit_defaults=True):
     position: int
     recordedAt: str
     withdrawn: bool = False
+    withdrawalReason: str | None = None
     hidden: bool = False
+
+
+_COLUMNS = (
+    "id, run_digest, attester, predicate_type, predicate, valid_from, recorded_at,"
+    " withdrawn_at, hidden_at, reason"
+)
+
+
+def _attestation(row: tuple[Any, ...], p: int) -> Attestation:
+    """The attestation of a ``_COLUMNS`` row as of size ``p``."""
+    withdrawn_at, hidden_at, reason = row[7], row[8], row[9]
+    withdrawn = withdrawn_at is not None and withdrawn_at <= p
+    hidden = hidden_at is not None and hidden_at <= p
+    own_reason = withdrawn and (hidden_at is None or hidden_at < withdrawn_at)
+    return Attestation(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        JSON.decode(row[4]),
+        row[5] - 1,
+        row[6],
+        withdrawn,
+        reason if own_reason else None,
+        hidden,
+    )
 
 
 def attestations(
@@ -32,30 +74,13 @@ def attestations(
 ) -> list[Attestation]:
     """The attestations on a run at ``as_of``, oldest first; hidden ones only if asked."""
     p = at(as_of)
-    out = []
-    for row in conn.execute(
-        "SELECT id, run_digest, attester, predicate_type, predicate, valid_from, recorded_at, withdrawn_at, hidden_at"
-        " FROM p_attestations WHERE run_digest = ? AND valid_from <= ? ORDER BY valid_from",
+    rows = conn.execute(
+        f"SELECT {_COLUMNS} FROM p_attestations WHERE run_digest = ? AND valid_from <= ?"
+        " ORDER BY valid_from",
         (digest, p),
-    ):
-        withdrawn = row[7] is not None and row[7] <= p
-        hidden = row[8] is not None and row[8] <= p
-        if hidden and not include_hidden:
-            continue
-        out.append(
-            Attestation(
-                row[0],
-                row[1],
-                row[2],
-                row[3],
-                JSON.decode(row[4]),
-                row[5] - 1,
-                row[6],
-                withdrawn,
-                hidden,
-            )
-        )
-    return out
+    )
+    found = [_attestation(row, p) for row in rows]
+    return [a for a in found if include_hidden or not a.hidden]
 
 
 def find_attestations(
@@ -84,19 +109,34 @@ def find_attestations(
         if value is not None:
             where.append(clause)
             args.append(value)
-    out = []
-    for row in conn.execute(
-        "SELECT id, run_digest, attester, predicate_type, predicate, valid_from, recorded_at, withdrawn_at"
-        f" FROM p_attestations WHERE {' AND '.join(where)} ORDER BY valid_from LIMIT ?",
+    rows = conn.execute(
+        f"SELECT {_COLUMNS} FROM p_attestations WHERE {' AND '.join(where)}"
+        " ORDER BY valid_from LIMIT ?",
         (*args, limit),
-    ):
-        withdrawn = row[7] is not None and row[7] <= p
-        out.append(
-            Attestation(
-                row[0], row[1], row[2], row[3], JSON.decode(row[4]), row[5] - 1, row[6], withdrawn
-            )
-        )
-    return out
+    )
+    return [_attestation(row, p) for row in rows]
+
+
+class AttestationState(msgspec.Struct, frozen=True):
+    """An attestation as it stands now, whatever it says: who posted it, about which run, and
+    whether it was withdrawn or hidden."""
+
+    id: str
+    runDigest: str
+    attester: str
+    withdrawn: bool
+    hidden: bool
+
+
+def attestation_state(conn: sqlite3.Connection, attestation_id: str) -> AttestationState | None:
+    """The attestation with payload digest ``attestation_id`` now (hidden ones too), if any."""
+    row = conn.execute(
+        "SELECT id, run_digest, attester, withdrawn_at, hidden_at FROM p_attestations WHERE id = ?",
+        (attestation_id,),
+    ).fetchone()
+    if row is None:
+        return None
+    return AttestationState(row[0], row[1], row[2], row[3] is not None, row[4] is not None)
 
 
 class Report(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -112,26 +152,40 @@ class Report(msgspec.Struct, frozen=True, omit_defaults=True):
     note: str | None = None
 
 
+_REPORT_COLUMNS = (
+    "id, run_digest, category, text, valid_from, recorded_at, resolved_at, resolution, note"
+)
+
+
+def _report(row: tuple[Any, ...], p: int) -> Report:
+    """The report of a ``_REPORT_COLUMNS`` row as of size ``p``."""
+    resolved = row[6] is not None and row[6] <= p
+    return Report(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        row[4] - 1,
+        row[5],
+        row[7] if resolved else None,
+        row[8] if resolved else None,
+    )
+
+
 def reports(conn: sqlite3.Connection, digest: str, as_of: int | None = None) -> list[Report]:
     """The reports filed on a run at ``as_of``, oldest first."""
     p = at(as_of)
-    out = []
-    for row in conn.execute(
-        "SELECT id, run_digest, category, text, valid_from, recorded_at, resolved_at, resolution, note"
-        " FROM p_reports WHERE run_digest = ? AND valid_from <= ? ORDER BY valid_from",
+    rows = conn.execute(
+        f"SELECT {_REPORT_COLUMNS} FROM p_reports WHERE run_digest = ? AND valid_from <= ?"
+        " ORDER BY valid_from",
         (digest, p),
-    ):
-        resolved = row[6] is not None and row[6] <= p
-        out.append(
-            Report(
-                row[0],
-                row[1],
-                row[2],
-                row[3],
-                row[4] - 1,
-                row[5],
-                row[7] if resolved else None,
-                row[8] if resolved else None,
-            )
-        )
-    return out
+    )
+    return [_report(row, p) for row in rows]
+
+
+def find_report(conn: sqlite3.Connection, report_id: str) -> Report | None:
+    """The report with payload digest ``report_id`` now (with its resolution), if any."""
+    row = conn.execute(
+        f"SELECT {_REPORT_COLUMNS} FROM p_reports WHERE id = ?", (report_id,)
+    ).fetchone()
+    return None if row is None else _report(row, at(None))

@@ -31,7 +31,7 @@ from events.types.attestations import ATTESTATION_PREDICATE
 from keys import VerifyingKey
 from projections import queries
 from projections.keyring import KeyView
-from service.app.keys import SignedBody, check_signature, read_envelope, unique_members
+from service.app.keys import Admit, SignedBody, check_signature, read_envelope, unique_members
 from service.app.log import Proof, latest_checkpoint
 from service.errors import NotFound, ServiceError, UsageError
 from service.ledger import Ledger
@@ -204,9 +204,9 @@ def _attester(keys: dict[str, KeyView], signed: SignedBody, size: int) -> Verify
     return VerifyingKey.from_raw(base64.b64decode(key.publicKey))
 
 
-def post_attestation(ledger: Ledger, ref: str, body: bytes) -> Posting:
+def post_attestation(ledger: Ledger, ref: str, body: bytes, *, admit: Admit) -> Posting:
     """Append the attestation ``body`` (a DSSE envelope) on the run ``ref`` names, or find the
-    entry that holds it already.
+    entry that holds it already; ``admit`` hears of the attester once its signature verified.
 
     Raises:
         BadEnvelope, UnsupportedPayloadType, InvalidStatement, UnsupportedPredicate: malformed.
@@ -226,6 +226,7 @@ def post_attestation(ledger: Ledger, ref: str, body: bytes) -> Posting:
         raise SubjectMismatch(
             f"the statement is about {subject}, not {digest}", subject=subject, run=digest
         )
+    admit(signed.signature.keyid)
     pending = Pending(
         type="attestation.posted.v1",
         subject=digest,

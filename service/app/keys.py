@@ -19,6 +19,7 @@ import binascii
 import json
 import re
 import sqlite3
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import msgspec
@@ -34,6 +35,7 @@ from service.ledger import Ledger
 from service.state import Challenge, Challenges
 
 __all__ = [
+    "Admit",
     "BadEnvelope",
     "BadSignature",
     "InvalidRegistration",
@@ -51,6 +53,10 @@ __all__ = [
 ]
 
 _KEY_ID = re.compile(r"[0-9a-f]{64}\Z")
+
+Admit = Callable[[str], None]
+"""Called with the signing key's id once its signature verified, before anything is appended
+or used up (the rate limiter's count for that key); raises to refuse."""
 
 
 class BadEnvelope(UsageError):
@@ -245,9 +251,10 @@ def _check_new(keys: dict[str, KeyView], event: KeyRegistered, size: int) -> Non
             raise NameTaken(f"a valid key is already named {key.name!r}", name=event.name)
 
 
-def register_key(ledger: Ledger, body: bytes) -> Registered:
+def register_key(ledger: Ledger, body: bytes, *, admit: Admit) -> Registered:
     """Register the community key that signed ``body`` (a DSSE envelope over a
-    ``key.registered.v1`` event naming a challenge issued for it).
+    ``key.registered.v1`` event naming a challenge issued for it); ``admit`` hears of the key
+    once its signature verified.
 
     Raises:
         BadEnvelope, UnsupportedPayloadType, InvalidRegistration: malformed.
@@ -258,6 +265,7 @@ def register_key(ledger: Ledger, body: bytes) -> Registered:
     signed = read_envelope(body, EVENT_PAYLOAD_TYPE)
     event, challenge = _registration(signed)
     check_signature(signed, _public_key(event, signed.signature.keyid))
+    admit(event.keyId)
     challenges = Challenges(ledger.data.db)
     challenges.check(challenge, event.keyId, ledger.clock())
     store = ledger.store

@@ -1,5 +1,7 @@
 """``benchproof attest RUN`` and ``benchproof report RUN``: a signed statement about a run, and
-an anonymous report of a problem with one, posted to a server.
+an anonymous report of a problem with one, posted to a server; ``withdraw`` (the attester takes
+its attestation back, signed by the same key), and the operator's ``hide`` and ``resolve``.
+None of them deletes anything: the log keeps every statement and says what became of it.
 
 An attestation is an in-toto Statement v1 about the run (its subject is the run's digest, which
 the server is asked for first), with the predicate ``https://benchproof.dev/attestation/v1``,
@@ -19,11 +21,11 @@ import msgspec
 
 from events.canonical import canonical_bytes
 from events.entries import INTOTO_PAYLOAD_TYPE
-from events.types import ATTESTATION_PREDICATE
+from events.types import ATTESTATION_PREDICATE, AttestationWithdrawn
 from keys import encode_envelope, load_private_key, sign_envelope
 from service.client import Client, run_path
 from service.commands.base import Sub
-from service.commands.keys import server_option, write_answer
+from service.commands.keys import server_option, signed_event, token_option, write_answer
 from service.errors import UsageError
 
 __all__ = ["KINDS", "REASONS", "register", "statement"]
@@ -76,6 +78,30 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--reason", required=True, choices=REASONS, help="what is wrong")
     p.add_argument("--text", required=True, help="what you found (at most 4096 bytes of UTF-8)")
     p.set_defaults(handler=_report)
+
+    p = sub.add_parser(
+        "withdraw", parents=[common, server], help="take back an attestation (signed by its key)"
+    )
+    p.add_argument("attestation", metavar="ATTESTATION_ID", help="the attestation's id")
+    p.add_argument("--reason", default="", help="why (kept in the log)")
+    p.add_argument("--key", required=True, type=Path, metavar="FILE", help="the private key file")
+    p.set_defaults(handler=_withdraw)
+
+    token = token_option()
+    p = sub.add_parser(
+        "hide", parents=[common, server, token], help="hide an attestation (operators only)"
+    )
+    p.add_argument("attestation", metavar="ATTESTATION_ID", help="the attestation's id")
+    p.add_argument("--reason", required=True, help="why (kept in the log)")
+    p.set_defaults(handler=_hide)
+
+    p = sub.add_parser(
+        "resolve", parents=[common, server, token], help="resolve or dismiss a report (operators)"
+    )
+    p.add_argument("report", metavar="REPORT_ID", help="the report's id")
+    p.add_argument("--resolution", required=True, choices=("resolved", "dismissed"))
+    p.add_argument("--note", required=True, help="what was done (kept in the log)")
+    p.set_defaults(handler=_resolve)
 
 
 def statement(run_digest: str, predicate: dict[str, Any]) -> bytes:
@@ -179,5 +205,42 @@ def _report(args: argparse.Namespace) -> int:
     write_answer(answer)
     sys.stderr.write(
         f"benchproof: report {answer.body.get('id')} filed at entry {answer.body.get('index')}\n"
+    )
+    return 0
+
+
+def _withdraw(args: argparse.Namespace) -> int:
+    key = load_private_key(args.key)  # refuses a file group or others may read
+    event = AttestationWithdrawn(attestationId=args.attestation, reason=args.reason)
+    with Client(args.server) as client:
+        answer = client.post(
+            f"/v1/attestations/{args.attestation}/withdrawal", content=signed_event(event, key)
+        )
+    write_answer(answer)
+    sys.stderr.write(
+        f"benchproof: withdrew attestation {args.attestation} at entry {answer.body.get('index')}\n"
+    )
+    return 0
+
+
+def _hide(args: argparse.Namespace) -> int:
+    with Client(args.server, token=args.token) as client:
+        answer = client.post(f"/v1/attestations/{args.attestation}/hidden", {"reason": args.reason})
+    write_answer(answer)
+    sys.stderr.write(
+        f"benchproof: hid attestation {args.attestation} at entry {answer.body.get('index')}\n"
+    )
+    return 0
+
+
+def _resolve(args: argparse.Namespace) -> int:
+    with Client(args.server, token=args.token) as client:
+        answer = client.post(
+            f"/v1/reports/{args.report}/resolution",
+            {"resolution": args.resolution, "note": args.note},
+        )
+    write_answer(answer)
+    sys.stderr.write(
+        f"benchproof: report {args.report} {args.resolution} at entry {answer.body.get('index')}\n"
     )
     return 0

@@ -1,8 +1,10 @@
-"""``benchproof keygen OUT`` and ``benchproof keys register``: a key of one's own, and its
-registration with a server.
+"""``benchproof keygen OUT``, ``benchproof keys register``, ``keys revoke`` and ``keys grant``:
+a key of one's own, its registration with a server, its revocation (by itself or an operator),
+and an operator's grant of the rerunner role.
 
 Registration is proof of possession: the server issues a single-use challenge for the key id, and
-the ``key.registered.v1`` event that names it is signed (DSSE) by the key it registers.
+the ``key.registered.v1`` event that names it is signed (DSSE) by the key it registers. A key
+revokes itself the same way, with its own envelope over the ``key.revoked.v1`` event.
 """
 
 from __future__ import annotations
@@ -15,14 +17,21 @@ from pathlib import Path
 import msgspec
 
 from events.entries import EVENT_PAYLOAD_TYPE
-from events.types import EVENT_ENCODER, KeyRegistered
-from keys import encode_envelope, generate_key_file, load_private_key, sign_envelope, vkey
+from events.types import EVENT_ENCODER, Event, KeyRegistered, KeyRevoked
+from keys import (
+    SigningKey,
+    encode_envelope,
+    generate_key_file,
+    load_private_key,
+    sign_envelope,
+    vkey,
+)
 from keys.notekeys import valid_key_name
 from service.client import Answer, Client, default_server
 from service.commands.base import Sub
 from service.errors import UsageError
 
-__all__ = ["register", "server_option", "write_answer"]
+__all__ = ["register", "server_option", "signed_event", "token_option", "write_answer"]
 
 
 def register(sub: Sub, common: argparse.ArgumentParser) -> None:
@@ -47,6 +56,27 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--name", required=True, help="the key's public name (unique on the server)")
     p.set_defaults(handler=_register)
 
+    p = keysub.add_parser(
+        "revoke",
+        parents=[common, server_option()],
+        help="revoke a key: by itself (--key) or by an operator (--token)",
+    )
+    p.add_argument("key_id", metavar="KEYID", help="the key's id (64 hex)")
+    who = p.add_mutually_exclusive_group(required=True)
+    who.add_argument("--key", type=Path, metavar="FILE", help="the key's own private key file")
+    who.add_argument("--token", help="an operator token (the index signs the revocation)")
+    p.add_argument("--reason", default="revoked by its holder", help="why (kept in the log)")
+    p.set_defaults(handler=_revoke)
+
+    p = keysub.add_parser(
+        "grant",
+        parents=[common, server_option(), token_option()],
+        help="give a community key the rerunner role (operators only)",
+    )
+    p.add_argument("key_id", metavar="KEYID", help="the key's id (64 hex)")
+    p.add_argument("--role", required=True, choices=("rerunner",), help="the role to give")
+    p.set_defaults(handler=_grant)
+
 
 def server_option() -> argparse.ArgumentParser:
     """A parent parser with ``--server URL``, for every command that talks to a server."""
@@ -58,6 +88,18 @@ def server_option() -> argparse.ArgumentParser:
         help="the Benchproof server (default: $BENCHPROOF_SERVER or http://127.0.0.1:8000)",
     )
     return parent
+
+
+def token_option() -> argparse.ArgumentParser:
+    """A parent parser with a required ``--token T`` (an operator token)."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--token", required=True, help="an operator token")
+    return parent
+
+
+def signed_event(event: Event, key: SigningKey) -> bytes:
+    """The JSON of ``key``'s DSSE envelope over the encoded ``event``."""
+    return encode_envelope(sign_envelope(EVENT_PAYLOAD_TYPE, EVENT_ENCODER.encode(event), key))
 
 
 def write_answer(answer: Answer) -> None:
@@ -92,10 +134,37 @@ def _register(args: argparse.Namespace) -> int:
             name=name,
             challenge=issued.text("challenge"),
         )
-        envelope = sign_envelope(EVENT_PAYLOAD_TYPE, EVENT_ENCODER.encode(event), key)
-        answer = client.post("/v1/keys", content=encode_envelope(envelope))
+        answer = client.post("/v1/keys", content=signed_event(event, key))
     write_answer(answer)
     sys.stderr.write(
         f"benchproof: registered key {key.key_id} as {name!r} at entry {answer.body.get('index')}\n"
+    )
+    return 0
+
+
+def _revoke(args: argparse.Namespace) -> int:
+    path = f"/v1/keys/{args.key_id}/revocation"
+    if args.key is not None:
+        key = load_private_key(args.key)  # refuses a file group or others may read
+        if key.key_id != args.key_id:
+            raise UsageError(f"{args.key} holds key {key.key_id}, not {args.key_id}")
+        event = KeyRevoked(keyId=key.key_id, reason=args.reason)
+        with Client(args.server) as client:
+            answer = client.post(path, content=signed_event(event, key))
+    else:
+        with Client(args.server, token=args.token) as client:
+            answer = client.post(path, {"reason": args.reason})
+    write_answer(answer)
+    sys.stderr.write(f"benchproof: revoked key {args.key_id} at entry {answer.body.get('index')}\n")
+    return 0
+
+
+def _grant(args: argparse.Namespace) -> int:
+    with Client(args.server, token=args.token) as client:
+        answer = client.post(f"/v1/keys/{args.key_id}/grants", {"role": args.role})
+    write_answer(answer)
+    sys.stderr.write(
+        f"benchproof: granted {args.role} to key {args.key_id} at entry "
+        f"{answer.body.get('index')}\n"
     )
     return 0

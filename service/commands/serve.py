@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import gc
+import ipaddress
 import sys
 
 from service.commands.base import Sub
 from service.config import Settings
+from service.limits import Limits
 from service.web.auth import TokenStore
 
 
@@ -20,6 +22,30 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
         action="store_true",
         help="initialise the data directory and load license-clean demo data on first start",
     )
+    defaults = Limits()
+    for scope, span, default in (
+        ("key", "hour", defaults.key_hour),
+        ("key", "day", defaults.key_day),
+        ("address", "hour", defaults.address_hour),
+        ("address", "day", defaults.address_day),
+    ):
+        p.add_argument(
+            f"--limit-{scope}-{span}",
+            type=_count,
+            default=default,
+            metavar="N",
+            help=f"public writes per {scope if scope == 'key' else 'client address'} per {span}"
+            f" (default {default}; 0: no limit)",
+        )
+    p.add_argument(
+        "--trusted-proxy",
+        dest="trusted_proxies",
+        action="append",
+        default=[],
+        type=_address,
+        metavar="IP",
+        help="a reverse proxy whose X-Forwarded-For names the client (repeatable)",
+    )
     p.set_defaults(handler=_serve)
 
     token = sub.add_parser("token", parents=[common], help="operator tokens")
@@ -28,6 +54,19 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
     p = tsub.add_parser("create", parents=[common], help="create a token and print it once")
     p.add_argument("name")
     p.set_defaults(handler=_token)
+
+
+def _count(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"not a count (0 or more): {text!r}")
+    return int(text)
+
+
+def _address(text: str) -> str:
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an IP address: {text!r}") from None
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -39,7 +78,19 @@ def _serve(args: argparse.Namespace) -> int:
         from service.demo import prepare_demo
 
         prepare_demo(args.data)
-    settings = Settings(data=args.data, host=args.host, port=args.port)
+    limits = Limits(
+        key_hour=args.limit_key_hour,
+        key_day=args.limit_key_day,
+        address_hour=args.limit_address_hour,
+        address_day=args.limit_address_day,
+    )
+    settings = Settings(
+        data=args.data,
+        host=args.host,
+        port=args.port,
+        limits=limits,
+        trusted_proxies=tuple(args.trusted_proxies),
+    )
     app = create_app(settings)
     # What is alive now (code, the app, caches' scaffolding) lives as long as the process:
     # moving it out of the collector's generations keeps its pauses short under load.

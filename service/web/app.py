@@ -18,10 +18,12 @@ from litestar.template.config import TemplateConfig
 
 from service.config import DataDir, Settings
 from service.ledger import Clock, Ledger, utcnow
+from service.limits import RateLimiter
 from service.logs import configure_logging
 from service.web import problems
 from service.web.api import API_HANDLERS
 from service.web.auth import TokenStore
+from service.web.limiting import Gate
 from service.web.middleware import RequestLog, head_as_get
 from service.web.pages import PAGE_HANDLERS, error_page
 from service.web.reads import Reader
@@ -54,13 +56,18 @@ def create_app(
     settings: Settings, *, ledger: Ledger | None = None, clock: Clock | None = None
 ) -> Litestar:
     """The litestar app over the data directory of ``settings`` (initialised beforehand). The
-    operator's routes check tokens against ``state.tokens`` (``service.web.guards``)."""
+    operator's routes check tokens against ``state.tokens`` (``service.web.guards``); the public
+    writes count against ``settings.limits`` in the directory's database, on the ledger's clock
+    (the ``gate`` dependency)."""
     configure_logging()
     own = ledger is None
     ledger = ledger if ledger is not None else Ledger.open(settings.data, clock=clock or utcnow)
     reader = Reader(ledger.data.db)
+    limiter = RateLimiter(ledger.data.db, settings.limits, clock=lambda: ledger.clock().timestamp())
+    gate = Gate(limiter, settings.trusted_proxies)
 
     def on_shutdown() -> None:
+        limiter.close()
         if own:
             ledger.close()
 
@@ -68,6 +75,7 @@ def create_app(
         "reader": Provide(lambda: reader, use_cache=True, sync_to_thread=False),
         "ledger": Provide(lambda: ledger, use_cache=True, sync_to_thread=False),
         "settings": Provide(lambda: settings, use_cache=True, sync_to_thread=False),
+        "gate": Provide(lambda: gate, use_cache=True, sync_to_thread=False),
     }
     return BenchproofApp(
         route_handlers=[
@@ -103,5 +111,6 @@ def create_app(
             "Reader": Reader,
             "Ledger": Ledger,
             "Settings": Settings,
+            "Gate": Gate,
         },
     )

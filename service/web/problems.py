@@ -29,6 +29,14 @@ from service.app.attest import (
     UnknownSubject,
     UnsupportedPredicate,
 )
+from service.app.keyadmin import (
+    InvalidEvent,
+    KeyNotValid,
+    NotCommunity,
+    ProtectedKey,
+    UnknownKeyId,
+    UnknownSigner,
+)
 from service.app.keys import (
     BadEnvelope,
     BadSignature,
@@ -38,8 +46,16 @@ from service.app.keys import (
     NameTaken,
     UnsupportedPayloadType,
 )
+from service.app.moderation import (
+    AlreadyHidden,
+    AlreadyResolved,
+    AlreadyWithdrawn,
+    NotTheAttester,
+    UnknownReport,
+)
 from service.app.report import InvalidReport
 from service.errors import InvalidInput, NotFound, ServiceError, UsageError
+from service.limits import RateLimited
 from service.state import ChallengeExpired, ChallengeForeign, ChallengeUnknown, ChallengeUsed
 
 __all__ = ["BASE", "Unauthorized", "plugin", "to_problem"]
@@ -123,6 +139,29 @@ PROBLEMS: dict[type[Exception], ProblemSpec] = {
         f"{BASE}/unknown-attestation", "No attestation has this id", 404
     ),
     InvalidReport: ProblemSpec(f"{BASE}/invalid-report", "Not a report this server takes", 400),
+    # Moderation and key management: revocation, grants, withdrawal, hiding, resolution.
+    InvalidEvent: ProblemSpec(f"{BASE}/invalid-event-payload", "Not the event taken here", 400),
+    UnknownKeyId: ProblemSpec(f"{BASE}/unknown-key-id", "No key has this id", 404),
+    UnknownSigner: ProblemSpec(
+        f"{BASE}/unknown-signer", "The signing key is not registered or not valid", 403
+    ),
+    KeyNotValid: ProblemSpec(f"{BASE}/key-not-valid", "The key was revoked or rotated", 409),
+    ProtectedKey: ProblemSpec(
+        f"{BASE}/protected-key", "The index and log keys are not managed here", 403
+    ),
+    NotCommunity: ProblemSpec(f"{BASE}/not-community", "Not a community key", 409),
+    NotTheAttester: ProblemSpec(
+        f"{BASE}/not-the-attester", "Only the attester withdraws an attestation", 403
+    ),
+    AlreadyWithdrawn: ProblemSpec(
+        f"{BASE}/already-withdrawn", "The attestation was withdrawn already", 409
+    ),
+    AlreadyHidden: ProblemSpec(f"{BASE}/already-hidden", "The attestation was hidden already", 409),
+    UnknownReport: ProblemSpec(f"{BASE}/unknown-report", "No report has this id", 404),
+    AlreadyResolved: ProblemSpec(
+        f"{BASE}/already-resolved", "The report was resolved or dismissed already", 409
+    ),
+    RateLimited: ProblemSpec(f"{BASE}/rate-limited", "Too many requests", 429),
     NotFound: ProblemSpec(f"{BASE}/not-found", "Not found", 404),
     InvalidInput: ProblemSpec(f"{BASE}/invalid-input", "The input was refused", 422),
     UsageError: ProblemSpec(f"{BASE}/bad-request", "The request is malformed", 400),
@@ -141,6 +180,8 @@ def to_problem(exc: Exception) -> ProblemDetailsException:
     detail = getattr(exc, "detail", str(exc))
     details = getattr(exc, "details", {})
     headers = {"WWW-Authenticate": 'Bearer realm="benchproof"'} if spec.status == 401 else None
+    if isinstance(exc, RateLimited):
+        headers = {"Retry-After": str(max(1, int(details["retry_after"])))}
     if spec.status >= 500:
         return ProblemDetailsException(
             type_=spec.type_uri,

@@ -227,7 +227,11 @@ def test_concurrent_posts_each_land_once(world: World, attester: SigningKey) -> 
     ]
     before = world.size()
     with ThreadPoolExecutor(6) as pool:
-        postings = list(pool.map(lambda b: post_attestation(world.ledger, run, b), bodies * 2))
+        postings = list(
+            pool.map(
+                lambda b: post_attestation(world.ledger, run, b, admit=lambda _: None), bodies * 2
+            )
+        )
     assert world.size() == before + 12
     assert sum(p.new for p in postings) == 12
     assert len({p.posted.index for p in postings}) == 12

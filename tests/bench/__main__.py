@@ -7,7 +7,7 @@ import importlib
 import platform
 import time
 
-SECTIONS = ["digests", "log", "ingest", "projections", "http"]
+SECTIONS = ["digests", "log", "ingest", "projections", "http", "attest"]
 
 
 def main() -> None:

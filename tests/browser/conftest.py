@@ -17,6 +17,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -75,14 +76,9 @@ class Server:
             return exc.code
 
 
-@pytest.fixture(scope="session")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    catalog = corpus("kernelindex-catalog-2026-08-16")
-    seed = shared_file("seed-manifest.json")
-    data = tmp_path_factory.mktemp("browser") / "data"
-    _bp("init", "--data", data)
-    _bp("ingest", "kernelindex-catalog", catalog, "--data", data)
-    _bp("ingest", "manifest", seed, "--data", data)
+@contextmanager
+def serving(data: Path) -> Iterator[Server]:
+    """``benchproof serve`` over ``data`` on a free loopback port, until the block ends."""
     port = _free_port()
     log = (data.parent / "serve.log").open("w")
     proc = subprocess.Popen(
@@ -114,6 +110,18 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    catalog = corpus("kernelindex-catalog-2026-08-16")
+    seed = shared_file("seed-manifest.json")
+    data = tmp_path_factory.mktemp("browser") / "data"
+    _bp("init", "--data", data)
+    _bp("ingest", "kernelindex-catalog", catalog, "--data", data)
+    _bp("ingest", "manifest", seed, "--data", data)
+    with serving(data) as served:
+        yield served
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,8 @@
 """The JSON API under ``/v1``, one module per resource: ``runs`` (dossiers, lists, compare),
 ``groups`` (leaderboards, leader history), ``log`` (checkpoint, key, entries, proofs),
-``keys`` (challenges, community key registration), ``attestations`` (list, show, the
-predicate's schema), ``reports`` and ``operator`` (health, ingest). Handlers translate: they
+``keys`` (challenges, registration, listing, revocation, grants), ``attestations`` (list, show,
+withdraw, hide, the predicate's schema), ``reports`` (resolution) and ``operator`` (health,
+ingest). Handlers translate: they
 parse the request, call one use case of ``service.app`` and answer with its result, as a cached
 read (``service.web.caching``) where they read.
 
@@ -12,8 +13,9 @@ which must end the route; the suffix picks the resource."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
-from litestar import Response, post
+from litestar import Request, Response, post
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath, RawBody
 
@@ -22,14 +24,15 @@ from service.errors import NotFound
 from service.ledger import Ledger
 from service.web.api import attestations, groups, keys, log, operator, reports, runs
 from service.web.deps import LedgerDep, ReaderDep
+from service.web.limiting import GateDep, Quota
 from service.web.params import RUN_ERRORS, problem
 from service.web.reads import Reader
 
 __all__ = ["API_HANDLERS"]
 
-_POSTS: dict[str, Callable[[Ledger, Reader, str, bytes], Response[bytes]]] = {
-    "/attestations": attestations.post,
-    "/reports": reports.post,
+_POSTS: dict[str, Callable[[Ledger, Reader, Quota, str, bytes], Response[bytes]]] = {
+    "/attestations": attestations.post_on_run,
+    "/reports": reports.post_on_run,
 }
 
 
@@ -47,10 +50,16 @@ _POSTS: dict[str, Callable[[Ledger, Reader, str, bytes], Response[bytes]]] = {
         **RUN_ERRORS,
         403: problem("Attestation: unknown or unfit key, or a signature that does not verify"),
         422: problem("Attestation: the statement is about no run, or another run"),
+        429: problem("Over a rate limit (Retry-After says when to try again)"),
     },
 )
 def run_post(
-    ledger: LedgerDep, reader: ReaderDep, ref: FromPath[str], body: RawBody
+    request: Request[Any, Any, Any],
+    ledger: LedgerDep,
+    reader: ReaderDep,
+    gate: GateDep,
+    ref: FromPath[str],
+    body: RawBody,
 ) -> Response[bytes]:
     """``POST /v1/runs/{ref}/attestations``: the body is the attester's DSSE envelope over an
     in-toto Statement v1 about the run (predicate: ``GET /schemas/attestation/v1``).
@@ -58,7 +67,7 @@ def run_post(
     ref = ref.lstrip("/")
     for suffix, answer in _POSTS.items():
         if ref.endswith(suffix):
-            return answer(ledger, reader, ref.removesuffix(suffix), body)
+            return answer(ledger, reader, gate.quota(request), ref.removesuffix(suffix), body)
     raise NotFound("POST /v1/runs/{ref} takes …/attestations or …/reports")
 
 
@@ -69,5 +78,6 @@ API_HANDLERS = [
     *log.HANDLERS,
     *keys.HANDLERS,
     *attestations.HANDLERS,
+    *reports.HANDLERS,
     run_post,
 ]

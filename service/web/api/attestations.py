@@ -1,33 +1,41 @@
 """``/v1/attestations`` and the attestation predicate's JSON Schema: signed statements about
 runs, posted by registered community or rerunner keys (``POST /v1/runs/{ref}/attestations``,
 ``post``), listed by run, kind and attester, and shown one by one with the attester's exact DSSE
-envelope, so anyone can check it with the attester's public key alone."""
+envelope, so anyone can check it with the attester's public key alone. The attester withdraws
+one (``…/withdrawal``, its own envelope), an operator hides one (``…/hidden``); neither
+deletes it."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
 import msgspec
-from litestar import Request, Response, get
-from litestar.params import FromPath, QueryParameter
+from litestar import Request, Response, get, post
+from litestar.params import FromPath, QueryParameter, RawBody
 
-from service.app import attest
+from service.app import attest, moderation
+from service.app.keyadmin import Recorded
 from service.ledger import Ledger
 from service.web.caching import etag_of, respond, settled
-from service.web.deps import ReaderDep
+from service.web.deps import LedgerDep, ReaderDep
+from service.web.guards import operator_only
+from service.web.limiting import GateDep, Quota
 from service.web.params import BAD_REQUEST, AsOf, answer, as_of, problem
 from service.web.reads import Reader
 
-__all__ = ["HANDLERS", "post"]
+__all__ = ["HANDLERS", "post_on_run"]
 
 _ENC = msgspec.json.Encoder()
 SCHEMA_MEDIA = "application/schema+json"
 
 
-def post(ledger: Ledger, reader: Reader, ref: str, body: bytes) -> Response[bytes]:
+def post_on_run(
+    ledger: Ledger, reader: Reader, quota: Quota, ref: str, body: bytes
+) -> Response[bytes]:
     """``POST /v1/runs/{ref}/attestations``: 201 with where the attestation landed, its signed
-    checkpoint and inclusion proof; 200 with the same when the log held it already."""
-    posting = attest.post_attestation(ledger, ref, body)
+    checkpoint and inclusion proof; 200 with the same when the log held it already. Counted
+    against the attester's key and the client address once the signature verified."""
+    posting = attest.post_attestation(ledger, ref, body, admit=quota.admit)
     reader.invalidate()
     return Response(
         _ENC.encode(posting.posted),
@@ -102,4 +110,58 @@ async def predicate_schema(request: Request[Any, Any, Any]) -> Response[bytes]:
     return respond(request, body, etag_of(body), pinned=False, media_type=SCHEMA_MEDIA)
 
 
-HANDLERS = [attestation_list, attestation_show, predicate_schema]
+@post(
+    "/v1/attestations/{attestation_id:str}/withdrawal",
+    tags=["attestations"],
+    sync_to_thread=True,
+    status_code=201,
+    responses={
+        400: problem("Malformed envelope or event, or an event about another attestation"),
+        403: problem("Not signed by the attester, or by a key no longer valid"),
+        404: problem("No attestation has this id"),
+        409: problem("Withdrawn already"),
+        429: problem("Over a rate limit (Retry-After says when to try again)"),
+    },
+)
+def withdrawal(
+    request: Request[Any, Any, Any],
+    ledger: LedgerDep,
+    reader: ReaderDep,
+    gate: GateDep,
+    attestation_id: FromPath[str],
+    body: RawBody,
+) -> Recorded:
+    """The attester takes its attestation back: the body is its DSSE envelope over the encoded
+    ``attestation.withdrawn.v1`` event {attestationId, reason}, signed by the key that posted
+    it. The log keeps the attestation; the dossier marks it withdrawn."""
+    quota = gate.quota(request)
+    recorded = moderation.withdraw_attestation(ledger, attestation_id, body, admit=quota.admit)
+    reader.invalidate()
+    return recorded
+
+
+@post(
+    "/v1/attestations/{attestation_id:str}/hidden",
+    tags=["operator"],
+    guards=[operator_only],
+    sync_to_thread=True,
+    status_code=201,
+    security=[{"operatorToken": []}],
+    responses={
+        400: problem('The body is not {"reason"}'),
+        401: problem("No valid operator token (Authorization: Bearer <token>)"),
+        404: problem("No attestation has this id"),
+        409: problem("Hidden already"),
+    },
+)
+def hide(
+    ledger: LedgerDep, reader: ReaderDep, attestation_id: FromPath[str], body: RawBody
+) -> Recorded:
+    """Hide an attestation (operators only; the index signs ``attestation.hidden.v1``): the log
+    keeps it, lists leave it out, the dossier counts it in ``hiddenByModeration``."""
+    recorded = moderation.hide_attestation(ledger, attestation_id, body)
+    reader.invalidate()
+    return recorded
+
+
+HANDLERS = [attestation_list, attestation_show, predicate_schema, withdrawal, hide]

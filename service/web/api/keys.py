@@ -1,19 +1,33 @@
 """``/v1/keys``: community keys register themselves. ``POST /v1/keys/challenges`` issues a
 single-use challenge for a key id; ``POST /v1/keys`` takes the key's own DSSE envelope over a
-``key.registered.v1`` event naming it (proof of possession)."""
+``key.registered.v1`` event naming it (proof of possession). ``GET /v1/keys`` and
+``/v1/keys/{id}`` show what the log knows of each key; ``POST /v1/keys/{id}/revocation`` revokes
+a key (its own envelope, or an operator's token), ``POST /v1/keys/{id}/grants`` gives a community
+key the rerunner role (operators only). The public writes count against the rate limits."""
 
 from __future__ import annotations
 
-import msgspec
-from litestar import post
-from litestar.params import JSONBody, RawBody
+from typing import Annotated, Any
 
-from service.app import keys
+import msgspec
+from litestar import Request, Response, get, post
+from litestar.params import FromPath, JSONBody, QueryParameter, RawBody
+
+from service.app import keyadmin, keylist, keys
 from service.state import Challenge
+from service.web.auth import TokenStore
+from service.web.caching import etag_of, respond
 from service.web.deps import LedgerDep, ReaderDep
-from service.web.params import problem
+from service.web.guards import bearer_token, operator_only
+from service.web.limiting import GateDep
+from service.web.params import BAD_REQUEST, answer, problem
+from service.web.problems import Unauthorized
 
 __all__ = ["HANDLERS"]
+
+_ENC = msgspec.json.Encoder()
+_LIMITED = {429: problem("Over a rate limit (Retry-After says when to try again)")}
+_OPERATOR = {401: problem("No valid operator token (Authorization: Bearer <token>)")}
 
 
 class ChallengeRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -27,11 +41,17 @@ class ChallengeRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     tags=["keys"],
     sync_to_thread=True,
     status_code=201,
-    responses={400: problem("Malformed request (keyId must be 64 lowercase hex)")},
+    responses={400: problem("Malformed request (keyId must be 64 lowercase hex)"), **_LIMITED},
 )
-def challenge(ledger: LedgerDep, data: JSONBody[ChallengeRequest]) -> Challenge:
+def challenge(
+    request: Request[Any, Any, Any],
+    ledger: LedgerDep,
+    gate: GateDep,
+    data: JSONBody[ChallengeRequest],
+) -> Challenge:
     """A registration challenge bound to ``keyId``: sign it into the registration within five
     minutes; it can be used once."""
+    gate.quota(request).anonymous()
     return keys.issue_challenge(ledger, data.keyId)
 
 
@@ -45,15 +65,118 @@ def challenge(ledger: LedgerDep, data: JSONBody[ChallengeRequest]) -> Challenge:
         403: problem("The signature does not verify, or the key ids disagree"),
         409: problem("The key is registered already, or a valid key has this name"),
         410: problem("The challenge was used already, or expired"),
+        **_LIMITED,
     },
 )
-def register(ledger: LedgerDep, reader: ReaderDep, body: RawBody) -> keys.Registered:
+def register(
+    request: Request[Any, Any, Any],
+    ledger: LedgerDep,
+    reader: ReaderDep,
+    gate: GateDep,
+    body: RawBody,
+) -> keys.Registered:
     """Register a community key: the body is a DSSE envelope (payloadType
     ``application/vnd.benchproof.event+json``) over the encoded ``key.registered.v1`` event
     {keyId, publicKey, role: community, name, challenge}, signed by that key."""
-    registered = keys.register_key(ledger, body)
+    registered = keys.register_key(ledger, body, admit=gate.quota(request).admit)
     reader.invalidate()
     return registered
 
 
-HANDLERS = [challenge, register]
+@get(
+    "/v1/keys",
+    tags=["keys"],
+    responses={**answer(keylist.KeyPage, "A page of keys"), **BAD_REQUEST},
+)
+async def key_list(
+    request: Request[Any, Any, Any],
+    reader: ReaderDep,
+    after: Annotated[
+        str | None, QueryParameter(description="keyset cursor: a previous page's `next`")
+    ] = None,
+    limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
+) -> Response[bytes]:
+    """The keys the log registered, by registration position, a page at a time."""
+    body = _ENC.encode(keylist.key_page(reader.conn, reader.log, after=after, limit=limit))
+    return respond(request, body, etag_of(body), pinned=False)
+
+
+@get(
+    "/v1/keys/{key_id:str}",
+    tags=["keys"],
+    responses={**answer(keylist.KeyRecord, "The key"), 404: problem("No key has this id")},
+)
+async def key_show(
+    request: Request[Any, Any, Any], reader: ReaderDep, key_id: FromPath[str]
+) -> Response[bytes]:
+    """One key: role, name (``nameSelfChosen`` when it registered itself), registered at,
+    revoked or rotated at, how many attestations it posted and where to list them."""
+    body = _ENC.encode(keylist.show_key(reader.conn, reader.log, key_id))
+    return respond(request, body, etag_of(body), pinned=False)
+
+
+@post(
+    "/v1/keys/{key_id:str}/revocation",
+    tags=["keys"],
+    sync_to_thread=True,
+    status_code=201,
+    security=[{"operatorToken": []}, {}],
+    responses={
+        400: problem("Malformed envelope, event or body"),
+        403: problem("Not signed by the key it revokes, or an index or log key"),
+        404: problem("No key has this id"),
+        409: problem("The key was revoked or rotated away already"),
+        **_OPERATOR,
+        **_LIMITED,
+    },
+)
+def revocation(
+    request: Request[Any, Any, Any],
+    ledger: LedgerDep,
+    reader: ReaderDep,
+    gate: GateDep,
+    key_id: FromPath[str],
+    body: RawBody,
+) -> keyadmin.Recorded:
+    """Revoke a community or rerunner key from the next entry on. Either the key itself: the
+    body is its DSSE envelope over the encoded ``key.revoked.v1`` event {keyId, reason}; or an
+    operator (``Authorization: Bearer <token>``): the body is ``{"reason"}`` and the index
+    signs."""
+    authorization = request.headers.get("authorization")
+    if authorization is None:
+        recorded = keyadmin.revoke_itself(ledger, key_id, body, admit=gate.quota(request).admit)
+    else:
+        tokens: TokenStore = request.app.state.tokens
+        if tokens.check(bearer_token(authorization)) is None:
+            raise Unauthorized("a valid operator token is required (Authorization: Bearer <token>)")
+        recorded = keyadmin.revoke_by_operator(ledger, key_id, body)
+    reader.invalidate()
+    return recorded
+
+
+@post(
+    "/v1/keys/{key_id:str}/grants",
+    tags=["operator"],
+    guards=[operator_only],
+    sync_to_thread=True,
+    status_code=201,
+    security=[{"operatorToken": []}],
+    responses={
+        400: problem('The body is not {"role": "rerunner"}'),
+        403: problem("An index or log key"),
+        404: problem("No key has this id"),
+        409: problem("The key was revoked, or is not a community key"),
+        **_OPERATOR,
+    },
+)
+def grant(
+    ledger: LedgerDep, reader: ReaderDep, key_id: FromPath[str], body: RawBody
+) -> keyadmin.Recorded:
+    """Give the community key the rerunner role from the next entry on (operators only; the
+    index signs ``key.granted.v1``)."""
+    recorded = keyadmin.grant_role(ledger, key_id, body)
+    reader.invalidate()
+    return recorded
+
+
+HANDLERS = [challenge, register, key_list, key_show, revocation, grant]

@@ -1,25 +1,63 @@
-"""Reports on runs (``POST /v1/runs/{ref}/reports``, ``post``): anonymous, signed and appended
-by the index as ``report.filed.v1``. A run with an unresolved report is under review."""
+"""Reports on runs (``POST /v1/runs/{ref}/reports``, ``post_on_run``): anonymous, signed and
+appended by the index as ``report.filed.v1``, counted against the client address. A run with an
+unresolved report is under review until an operator resolves or dismisses every one
+(``POST /v1/reports/{id}/resolution``)."""
 
 from __future__ import annotations
 
 import msgspec
-from litestar import Response
+from litestar import Response, post
+from litestar.params import FromPath, RawBody
 
-from service.app import report
+from service.app import moderation, report
+from service.app.keyadmin import Recorded
 from service.ledger import Ledger
+from service.web.deps import LedgerDep, ReaderDep
+from service.web.guards import operator_only
+from service.web.limiting import Quota
+from service.web.params import problem
 from service.web.reads import Reader
 
-__all__ = ["post"]
+__all__ = ["HANDLERS", "post_on_run"]
 
 _ENC = msgspec.json.Encoder()
 
 
-def post(ledger: Ledger, reader: Reader, ref: str, body: bytes) -> Response[bytes]:
+def post_on_run(
+    ledger: Ledger, reader: Reader, quota: Quota, ref: str, body: bytes
+) -> Response[bytes]:
     """``POST /v1/runs/{ref}/reports`` with ``{"reason", "text"}``: 201 ``{"id", "index"}``;
     200 with the same when the log held that report already."""
+    quota.anonymous()
     filed, new = report.file_report(ledger, ref, body)
     reader.invalidate()
     return Response(
         _ENC.encode(filed), status_code=201 if new else 200, media_type="application/json"
     )
+
+
+@post(
+    "/v1/reports/{report_id:str}/resolution",
+    tags=["operator"],
+    guards=[operator_only],
+    sync_to_thread=True,
+    status_code=201,
+    security=[{"operatorToken": []}],
+    responses={
+        400: problem('The body is not {"resolution": "resolved" | "dismissed", "note"}'),
+        401: problem("No valid operator token (Authorization: Bearer <token>)"),
+        404: problem("No report has this id"),
+        409: problem("Resolved or dismissed already"),
+    },
+)
+def resolution(
+    ledger: LedgerDep, reader: ReaderDep, report_id: FromPath[str], body: RawBody
+) -> Recorded:
+    """Resolve or dismiss a report with a note (operators only; the index signs
+    ``report.resolved.v1``). A run none of whose reports is open is no longer under review."""
+    recorded = moderation.resolve_report(ledger, report_id, body)
+    reader.invalidate()
+    return recorded
+
+
+HANDLERS = [resolution]

@@ -1,8 +1,10 @@
 """HTML pages rendered on the server (Jinja templates): readable with no JavaScript.
 
-``/`` search and sources, ``/runs/{ref}`` the run dossier (DESIGN.md §8), ``/groups/{key}`` a
-leaderboard, ``/compare`` runs side by side, ``/log`` the log and how to audit it. Errors on
-these routes are HTML pages with the status the JSON API would give (404, 300 with candidates...).
+``/`` search and sources, ``/runs/{ref}`` the run dossier (DESIGN.md §8) and its report form
+(``POST /runs/{ref}/reports``), ``/keys/{id}`` a signing key and what it attested,
+``/groups/{key}`` a leaderboard, ``/compare`` runs side by side, ``/log`` the log and how to
+audit it. Errors on these routes are HTML pages with the status the JSON API would give (404,
+300 with candidates...).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from litestar import Request, Router
-from litestar.exceptions import HTTPException
+from litestar.exceptions import HTTPException, ValidationException
 from litestar.response import Template
 from litestar.types import ExceptionHandlersMap
 
@@ -22,7 +24,9 @@ from service.dossier import short_id
 from service.errors import ServiceError
 from service.logs import get_logger
 from service.web.pages.browse import compare_page, home_page
+from service.web.pages.forms import report_form
 from service.web.pages.groups import group_page
+from service.web.pages.keys import key_page
 from service.web.pages.log import log_page
 from service.web.pages.runs import run_page
 from service.web.problems import http_problem, to_problem
@@ -52,15 +56,32 @@ def error_page(request: Request[Any, Any, Any], exc: Exception) -> Template:
     return Template(template_name="error.html", context=context, status_code=status)
 
 
+# ValidationException is named as well: the app maps it to problem+json, and the most specific
+# handler wins (a form the page routes could not parse is an HTML page too).
 _ERRORS: ExceptionHandlersMap = {
     cls: error_page
-    for cls in (HTTPException, ProjectionError, ServiceError, EventError, KeyringError)
+    for cls in (
+        HTTPException,
+        ValidationException,
+        ProjectionError,
+        ServiceError,
+        EventError,
+        KeyringError,
+    )
 }
 
 PAGE_HANDLERS = [
     Router(
         path="/",
-        route_handlers=[home_page, run_page, group_page, compare_page, log_page],
+        route_handlers=[
+            home_page,
+            run_page,
+            report_form,
+            key_page,
+            group_page,
+            compare_page,
+            log_page,
+        ],
         exception_handlers=_ERRORS,
     )
 ]

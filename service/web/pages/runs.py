@@ -11,9 +11,10 @@ from litestar.params import FromPath
 from litestar.response import Template
 
 from projections.errors import AmbiguousRun
-from service.app import runs
+from service.app import pages, report, runs
+from service.app.keylist import KeyRecord
 from service.dossier import short_id
-from service.web import present, sections
+from service.web import community, present, sections
 from service.web.caching import respond, settled
 from service.web.deps import LedgerDep, ReaderDep
 from service.web.pages.render import HTML, render
@@ -41,7 +42,8 @@ def run_page(
     def make() -> bytes:
         log = reader.log
         sheet = runs.run_sheet(log.session, log, text, at, size=size, standings=reader.standings)
-        return render(request, "run.html", _context(sheet, at, urls, base, accessed))
+        keys = pages.attesters(log.session, log, (a.attester for a in sheet.dossier.attestations))
+        return render(request, "run.html", _context(sheet, keys, at, urls, base, accessed))
 
     # A page is a function of the reference as of a size, the host it is served for and the day
     # (its citation's access date): rendered once per such key.
@@ -59,18 +61,17 @@ def _group_label(sheet: runs.RunSheet) -> str:
 
 
 def _context(
-    sheet: runs.RunSheet, at: int | None, urls: present.Urls, base: str, accessed: str
+    sheet: runs.RunSheet,
+    keys: dict[str, KeyRecord],
+    at: int | None,
+    urls: present.Urls,
+    base: str,
+    accessed: str,
 ) -> dict[str, Any]:
     d, source = sheet.dossier, sheet.source
     permalink = base + d.links.permalink
     leader = d.rank.leader if d.rank else None
     group_key = d.comparisonKey if d.kind == "BenchmarkRun" else d.cohortKey
-    statement = {
-        "_type": "https://in-toto.io/Statement/v1",
-        "subject": [{"name": d.links.permalink, "digest": {"sha256": d.runDigest[7:]}}],
-        "predicateType": "https://benchproof.dev/attestation/v1",
-        "predicate": {"kind": "reproduction", "summary": "…"},
-    }
     spec = (d.protocol or {}).get("spec", {})
     return {
         "d": d,
@@ -95,7 +96,12 @@ def _context(
         "environment": sections.environment_rows(d),
         "artifacts": [{**a, "href": present.safe_url(a.get("uri"))} for a in d.artifacts],
         "unresolved": sections.unresolved_refs(d),
-        "statement": present.pretty_json(statement),
+        "notes": community.notes(d, keys),
+        "commands": community.commands(d, base),
+        "statement": present.pretty_json(community.statement(d)),
+        "reasons": report.REASONS,
+        "max_text_bytes": report.MAX_TEXT_BYTES,
+        "server": base,
         "manifest_json": present.pretty_json(d.manifest),
         "permalink": permalink,
         "accessed": accessed,
@@ -103,7 +109,6 @@ def _context(
         "group_href": urls.group(group_key) if group_key else None,
         "group_label": _group_label(sheet),
         "quantity": present.quantity,
-        "pretty_json": present.pretty_json,
     }
 
 

@@ -1,0 +1,107 @@
+"""The keys the log registered, as it knows them now: role and name (and whether the key chose
+its name itself), where it was registered and revoked or rotated away, and how many
+attestations it posted. The keyring's projection gives the key; the log gives the recording
+times and the registration's signer."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import msgspec
+
+from events.entries import decode_leaf
+from events.port import LogReader
+from projections import queries
+from projections.keyring import KeyView
+from service.app.keyadmin import UnknownKeyId
+from service.errors import UsageError
+
+__all__ = ["At", "KeyPage", "KeyRecord", "key_page", "show_key"]
+
+
+class At(msgspec.Struct, frozen=True, omit_defaults=True):
+    """Where in the log something happened to a key, and when the log recorded it."""
+
+    index: int
+    recordedAt: str
+    reason: str | None = None
+    to: str | None = None
+
+
+class KeyRecord(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A key as the log knows it now: its role and name (``nameSelfChosen``: the key registered
+    itself, so nobody vetted the name), where it was registered and revoked or rotated away,
+    how many attestations it posted, and where to list them."""
+
+    keyId: str
+    role: str
+    name: str
+    nameSelfChosen: bool
+    publicKey: str
+    registered: At
+    attestations: int
+    links: dict[str, str]
+    revoked: At | None = None
+    rotated: At | None = None
+
+
+def _record(log: LogReader, key: KeyView, counts: dict[str, int]) -> KeyRecord:
+    position = key.since - 1  # a key is valid from the entry after its registration
+    leaf = log.leaf(position)
+    entry = decode_leaf(leaf or b"", position=position)
+    ended = None
+    if key.until is not None:
+        header = log.headers_at([key.until - 1])[key.until - 1]
+        ended = At(header.seq, header.recorded_at, key.revokedReason, key.rotatedTo)
+    return KeyRecord(
+        keyId=key.keyId,
+        role=key.role,
+        name=key.name,
+        nameSelfChosen=entry.envelope.signatures[0].keyid == key.keyId and position > 0,
+        publicKey=key.publicKey,
+        registered=At(position, entry.recordedAt),
+        attestations=counts.get(key.keyId, 0),
+        links={"attestations": f"/v1/attestations?attester={key.keyId}"},
+        revoked=ended if ended is not None and key.rotatedTo is None else None,
+        rotated=ended if key.rotatedTo is not None else None,
+    )
+
+
+def show_key(conn: sqlite3.Connection, log: LogReader, key_id: str) -> KeyRecord:
+    """The key ``key_id`` as the log knows it now.
+
+    Raises:
+        UnknownKeyId: the log registered no such key.
+    """
+    key = queries.keyring(conn).get(key_id)
+    if key is None:
+        raise UnknownKeyId(f"no key {key_id}", keyId=key_id)
+    return _record(log, key, queries.attestation_counts(conn))
+
+
+class KeyPage(msgspec.Struct, frozen=True):
+    """A page of keys by registration position; ``next`` is the cursor for ``after``, if any."""
+
+    items: list[KeyRecord]
+    next: str | None = None
+
+
+def key_page(
+    conn: sqlite3.Connection, log: LogReader, *, after: str | None = None, limit: int = 100
+) -> KeyPage:
+    """At most ``limit`` keys registered after the position ``after``, oldest first.
+
+    Raises:
+        UsageError: ``after`` is not a position.
+    """
+    if after is not None and not after.isdigit():
+        raise UsageError("after must be the position a previous page's `next` gave")
+    start = -1 if after is None else int(after)
+    keys = sorted(
+        (k for k in queries.keyring(conn).values() if k.since - 1 > start),
+        key=lambda k: k.since,
+    )
+    counts = queries.attestation_counts(conn)
+    items = [_record(log, key, counts) for key in keys[:limit]]
+    more = len(keys) > limit
+    return KeyPage(items, str(items[-1].registered.index) if more else None)

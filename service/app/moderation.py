@@ -1,0 +1,189 @@
+"""Taking back and moderating what others said, without deleting anything: an attester
+withdraws its own attestation (its DSSE envelope over the encoded ``attestation.withdrawn.v1``
+event, signed by the key that posted it), an operator hides one (``attestation.hidden.v1``) or
+resolves or dismisses a report (``report.resolved.v1``), both signed by the index.
+
+The log keeps every attestation and report; the dossier marks withdrawn attestations, counts
+hidden ones and is no longer under review once every report is resolved. Each write is checked
+before the append and again inside the append's transaction (two requests may race); a refusal
+appends nothing.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Literal
+
+import msgspec
+
+from events.entries import EVENT_PAYLOAD_TYPE, Pending
+from events.types import AttestationHidden, AttestationWithdrawn, ReportResolved
+from projections import queries
+from service.app.attest import UnknownAttestation
+from service.app.keyadmin import (
+    MAX_REASON_BYTES,
+    InvalidEvent,
+    Recorded,
+    bounded_text,
+    reason_of,
+    signed_event,
+    valid_signer,
+)
+from service.app.keys import Admit, check_signature, read_envelope
+from service.errors import NotFound, ServiceError, UsageError
+from service.ledger import Ledger, pending_of
+
+__all__ = [
+    "AlreadyHidden",
+    "AlreadyResolved",
+    "AlreadyWithdrawn",
+    "NotTheAttester",
+    "UnknownReport",
+    "hide_attestation",
+    "resolve_report",
+    "withdraw_attestation",
+]
+
+
+class NotTheAttester(ServiceError):
+    """Only the key that posted an attestation withdraws it."""
+
+
+class AlreadyWithdrawn(ServiceError):
+    """The attestation was withdrawn already."""
+
+
+class AlreadyHidden(ServiceError):
+    """The attestation was hidden already."""
+
+
+class UnknownReport(NotFound):
+    """No report has this id."""
+
+
+class AlreadyResolved(ServiceError):
+    """The report was resolved or dismissed already."""
+
+
+def _state(conn: sqlite3.Connection, attestation_id: str) -> queries.AttestationState:
+    state = queries.attestation_state(conn, attestation_id)
+    if state is None:
+        raise UnknownAttestation(f"no attestation {attestation_id}", id=attestation_id)
+    return state
+
+
+def _not_withdrawn(conn: sqlite3.Connection, attestation_id: str) -> None:
+    if _state(conn, attestation_id).withdrawn:
+        raise AlreadyWithdrawn("the attestation was withdrawn already", id=attestation_id)
+
+
+def withdraw_attestation(
+    ledger: Ledger, attestation_id: str, body: bytes, *, admit: Admit
+) -> Recorded:
+    """Append the attester's withdrawal of ``attestation_id``: ``body`` is its DSSE envelope
+    over the encoded ``attestation.withdrawn.v1`` event naming that attestation.
+
+    Raises:
+        BadEnvelope, UnsupportedPayloadType, InvalidEvent: malformed, or another attestation.
+        UnknownAttestation: the log holds no such attestation.
+        NotTheAttester, UnknownSigner, BadSignature: the signer.
+        AlreadyWithdrawn: withdrawn already.
+    """
+    signed = read_envelope(body, EVENT_PAYLOAD_TYPE)
+    event = signed_event(signed, AttestationWithdrawn)
+    if event.attestationId != attestation_id:
+        raise InvalidEvent("the event names another attestation than the URL")
+    if len(event.reason.encode()) > MAX_REASON_BYTES:
+        raise InvalidEvent(f"the reason is over {MAX_REASON_BYTES} bytes of UTF-8")
+    keyid = signed.signature.keyid
+    store = ledger.store
+    with store.snapshot() as conn:
+        state = _state(conn, attestation_id)
+        if keyid != state.attester:
+            raise NotTheAttester(
+                "only the key that posted the attestation withdraws it", attester=state.attester
+            )
+        check_signature(signed, valid_signer(queries.keyring(conn), keyid, store.refresh()))
+        _not_withdrawn(conn, attestation_id)
+    admit(keyid)
+    pending = Pending(
+        type="attestation.withdrawn.v1",
+        subject=attestation_id,
+        payload=signed.payload,
+        envelope=signed.raw,
+    )
+
+    def still_possible(session: sqlite3.Connection) -> None:
+        valid_signer(queries.keyring(session), keyid, store.refresh())
+        _not_withdrawn(session, attestation_id)
+
+    appended = ledger.append_pending([pending], check=still_possible)[0]
+    return Recorded(appended.payloadDigest, appended.seq)
+
+
+def _not_hidden(conn: sqlite3.Connection, attestation_id: str) -> None:
+    if _state(conn, attestation_id).hidden:
+        raise AlreadyHidden("the attestation was hidden already", id=attestation_id)
+
+
+def hide_attestation(ledger: Ledger, attestation_id: str, body: bytes) -> Recorded:
+    """Append the index's hiding of ``attestation_id`` (``body``: ``{"reason"}``): the log keeps
+    it, lists leave it out, the dossier counts it.
+
+    Raises:
+        UsageError: malformed body.
+        UnknownAttestation, AlreadyHidden: the attestation.
+    """
+    reason = reason_of(body)
+    with ledger.store.snapshot() as conn:
+        _not_hidden(conn, attestation_id)
+    event = AttestationHidden(attestationId=attestation_id, reason=reason)
+    appended = ledger.append_pending(
+        [pending_of(event, attestation_id)],
+        check=lambda session: _not_hidden(session, attestation_id),
+    )[0]
+    return Recorded(appended.payloadDigest, appended.seq)
+
+
+class _Resolve(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    resolution: Literal["resolved", "dismissed"]
+    note: str
+
+
+_RESOLVE = msgspec.json.Decoder(_Resolve)
+
+
+def _open(conn: sqlite3.Connection, report_id: str) -> None:
+    report = queries.find_report(conn, report_id)
+    if report is None:
+        raise UnknownReport(f"no report {report_id}", id=report_id)
+    if report.resolution is not None:
+        raise AlreadyResolved(
+            f"the report was {report.resolution} already",
+            id=report_id,
+            resolution=report.resolution,
+        )
+
+
+def resolve_report(ledger: Ledger, report_id: str, body: bytes) -> Recorded:
+    """Append the index's resolution of ``report_id`` (``body``: ``{"resolution": "resolved" |
+    "dismissed", "note"}``); a run none of whose reports is open is no longer under review.
+
+    Raises:
+        UsageError: malformed body.
+        UnknownReport, AlreadyResolved: the report.
+    """
+    try:
+        wanted = _RESOLVE.decode(body)
+    except msgspec.DecodeError as exc:
+        shape = '{"resolution": "resolved" | "dismissed", "note": "..."}'
+        raise UsageError(f"the body must be {shape}: {exc}") from None
+    event = ReportResolved(
+        reportId=report_id, resolution=wanted.resolution, note=bounded_text(wanted.note, "note")
+    )
+    with ledger.store.snapshot() as conn:
+        _open(conn, report_id)
+    appended = ledger.append_pending(
+        [pending_of(event, report_id)], check=lambda session: _open(session, report_id)
+    )[0]
+    return Recorded(appended.payloadDigest, appended.seq)

@@ -1,0 +1,76 @@
+"""``POST /runs/{ref}/reports``: the run page's "Report an issue" form, which works with no
+JavaScript. It files the report as ``POST /v1/runs/{ref}/reports`` does (anonymous, signed by
+the index as ``report.filed.v1``); the answer is 303 to the run page's reports, where it is
+shown and the run is under review. A bad form answers the HTML error page (400), appending
+nothing.
+
+Cross-site requests: the form carries no token because nothing here is a session. The site
+sets no cookie and a report is anonymous, so a forged post has no authority a stranger lacks.
+What it could do is file reports from visitors' browsers when another site makes them post
+the form: a browser sends ``Origin`` with every form post, and one naming another host is
+refused (403). A client with no ``Origin`` (curl, the CLI) is a direct caller and may post."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import quote, urlsplit
+
+import msgspec
+from litestar import Request, post
+from litestar.enums import RequestEncodingType
+from litestar.exceptions import PermissionDeniedException
+from litestar.params import Body, FromPath
+from litestar.response import Redirect
+
+from service.app import report
+from service.errors import NotFound
+from service.web.deps import LedgerDep, ReaderDep
+
+__all__ = ["ReportForm", "report_form"]
+
+_SUFFIX = "/reports"
+
+
+class ReportForm(msgspec.Struct, frozen=True):
+    """The form's fields: one of ``report.REASONS`` and what the reporter found."""
+
+    reason: str
+    text: str
+
+
+def _same_origin(request: Request[Any, Any, Any]) -> bool:
+    """Whether the request comes from one of this site's pages, or from no browser page at all
+    (no ``Origin``): a browser names the page's origin on every form post."""
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True
+    return urlsplit(origin).netloc == request.headers.get("host")
+
+
+@post("/runs/{ref:path}", include_in_schema=False, sync_to_thread=True)
+def report_form(
+    request: Request[Any, Any, Any],
+    ledger: LedgerDep,
+    reader: ReaderDep,
+    ref: FromPath[Path],
+    data: Annotated[ReportForm, Body(media_type=RequestEncodingType.URL_ENCODED)],
+) -> Redirect:
+    """File the form's report on the run ``ref`` names; 303 to the run page's reports.
+
+    Raises:
+        NotFound: the path is not ``/runs/{ref}/reports``.
+        PermissionDeniedException: the form was posted from another site's page.
+        InvalidReport: an unknown reason, or a text over ``report.MAX_TEXT_BYTES``.
+        UnknownRun, AmbiguousRun: ``ref``.
+    """
+    text = str(ref).lstrip("/")
+    if not text.endswith(_SUFFIX):
+        raise NotFound("a form posts to /runs/{ref}/reports")
+    if not _same_origin(request):
+        raise PermissionDeniedException("a report form is posted from this site's own pages")
+    run = text.removesuffix(_SUFFIX)
+    body = msgspec.json.encode({"reason": data.reason, "text": data.text})
+    report.file_report(ledger, run, body)
+    reader.invalidate()
+    return Redirect(f"/runs/{quote(run, safe=':/')}#report", status_code=303)

@@ -1,0 +1,131 @@
+"""Issue 13: signed attestations accepted over HTTP per second, each verified (envelope, key,
+role, signature, schema, subject) and durably appended, with 16 concurrent clients (``wrk`` on
+loopback, one uvicorn worker, rate limits off), against the raw one-core Ed25519 verify rate
+measured in the same run; and the fsyncs per second it took (one per committed transaction:
+the group commit shares one among the posts that arrive together).
+
+Target: >= 0.3 x raw one-core verify."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from events.entries import INTOTO_PAYLOAD_TYPE
+from events.stores.sqlite import SqliteLog
+from keys import SigningKey, encode_envelope, sign_envelope
+from service.app.ingest import ingest
+from service.commands.attest import statement
+from service.ledger import init_data_dir
+from tests.bench.common import line
+from tests.bench.http import _port, _wait
+from tests.bench.log import raw_rates
+from tests.builders import key_registration, signed_event
+from tests.corpora import shared_file
+
+ROOT = Path(__file__).resolve().parents[2]
+DURATION = int(os.environ.get("BENCH_HTTP_SECONDS", "5"))
+CLIENTS = 16
+BODIES = int(os.environ.get("BENCH_ATTEST_BODIES", "12000"))
+
+
+def _bodies(run_digest: str, keys: list[SigningKey], n: int) -> list[bytes]:
+    """``n`` distinct signed attestations about one run, from the keys in turn."""
+    out = []
+    for i in range(n):
+        payload = statement(run_digest, {"kind": "environment-note", "note": f"bench note {i}"})
+        key = keys[i % len(keys)]
+        out.append(encode_envelope(sign_envelope(INTOTO_PAYLOAD_TYPE, payload, key)))
+    return out
+
+
+def _wrk(url: str, path: str, bodies: list[bytes], folder: Path) -> tuple[float, str]:
+    """Post each body once, in turn, for ``DURATION`` seconds; requests/s and wrk's output."""
+    listing = folder / "bodies.lua"
+    listing.write_text(
+        "return {" + ",".join(json.dumps(b.decode()) for b in bodies) + "}\n", encoding="utf-8"
+    )
+    script = folder / "post.lua"
+    script.write_text(
+        f"local bodies = dofile({json.dumps(str(listing))})\nlocal i = 0\n"
+        "wrk.method = 'POST'\nwrk.headers['Content-Type'] = 'application/json'\n"
+        "request = function()\n  i = i + 1\n"
+        f"  return wrk.format(nil, {json.dumps(path)}, nil, bodies[((i - 1) % #bodies) + 1])\nend\n"
+    )
+    out = subprocess.run(
+        ["wrk", "-t1", f"-c{CLIENTS}", f"-d{DURATION}s", "--latency", "-s", str(script), url],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    return rps, out
+
+
+def main() -> None:
+    if shutil.which("wrk") is None:
+        print("attest (issue 13): skipped: wrk is not installed (apt-get install wrk)")
+        return
+    print(f"attest (issue 13): POST attestations, wrk -t1 -c{CLIENTS} -d{DURATION}s, one worker")
+    keys = [SigningKey.generate() for _ in range(CLIENTS)]
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "data"
+        ledger, _ = init_data_dir(data)
+        with ledger:
+            ingest(ledger, "manifest", [shared_file("seed-manifest.json")])
+            run_digest = ledger.store.session.execute(
+                "SELECT run_digest FROM p_runs LIMIT 1"
+            ).fetchone()[0]
+            ledger.append_pending(
+                [signed_event(key_registration(k, "community"), k.key_id, k) for k in keys]
+            )
+        bodies = _bodies(run_digest, keys, BODIES)
+        port = _port()
+        server = subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "benchproof"),
+                "serve",
+                "--data",
+                str(data),
+                "--port",
+                str(port),
+                *("--limit-key-hour", "0", "--limit-key-day", "0"),
+                *("--limit-address-hour", "0", "--limit-address-day", "0"),
+            ],
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            base = f"http://127.0.0.1:{port}"
+            _wait(f"{base}/healthz", server)
+            log = SqliteLog.open_readonly(data / "benchproof.db")
+            before = log.refresh()
+            checkpoints = len(list(log.checkpoints()))
+            rps, out = _wrk(base, f"/v1/runs/{run_digest}/attestations", bodies, Path(tmp))
+            appended = log.refresh() - before
+            commits = len(list(log.checkpoints())) - checkpoints
+            log.close()
+        finally:
+            server.terminate()
+            server.wait(10)
+    failed = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if failed:
+        raise RuntimeError(f"{failed.group(1)} posts were refused:\n{out}")
+    if appended < rps * DURATION * 0.9 or appended > len(bodies):
+        raise RuntimeError(f"{appended} entries appended for {rps:.0f} posts/s:\n{out}")
+    verify_rate = raw_rates(10000)[1]
+    rate = appended / DURATION
+    p99 = re.search(r"99%\s+([\d.]+\w+)", out)
+    latency = f"p99 {p99.group(1)}" if p99 else ""
+    line("attestations accepted (verified, durably appended)", rate, "/s", latency)
+    line("raw Ed25519 verify, one core (1 KiB)", verify_rate, "verify/s")
+    line("  ratio to raw verify (target >= 0.3)", rate / verify_rate, "x")
+    line("fsyncs (committed transactions) per second", commits / DURATION, "/s")
+    line("  attestations per commit", appended / max(commits, 1), "")
