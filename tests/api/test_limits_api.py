@@ -109,3 +109,19 @@ def test_a_forwarded_address_counts_only_behind_a_trusted_proxy(world: World) ->
 def test_no_limits_when_every_limit_is_zero(world: World) -> None:
     with app(world, NONE) as client:
         assert all(report(client, world.runs[0], str(i)) == 201 for i in range(70))
+
+
+def test_the_report_form_counts_against_the_address_too(world: World) -> None:
+    limits = Limits(address_hour=1, address_day=0, key_hour=0, key_day=0)
+    with app(world, limits) as client:
+        assert report(client, world.runs[0], "by the API") == 201
+        before = world.size()
+        r = client.post(
+            f"/runs/{world.runs[0]}/reports",
+            data={"reason": "other", "text": "by the form"},
+            follow_redirects=False,
+        )
+        assert r.status_code == 429
+        assert r.headers["retry-after"].isdigit()
+        assert "text/html" in r.headers["content-type"]
+        assert world.size() == before

@@ -53,7 +53,11 @@ def error_page(request: Request[Any, Any, Any], exc: Exception) -> Template:
         "candidates": [{"shortId": short_id(c), "href": "/runs/" + c} for c in candidates(exc)],
         "as_of": None,
     }
-    return Template(template_name="error.html", context=context, status_code=status)
+    # The problem's headers (Retry-After of a rate limit, WWW-Authenticate) hold on a page too.
+    headers = dict(getattr(problem, "headers", None) or {})
+    return Template(
+        template_name="error.html", context=context, status_code=status, headers=headers
+    )
 
 
 # ValidationException is named as well: the app maps it to problem+json, and the most specific

@@ -26,6 +26,7 @@ from litestar.response import Redirect
 from service.app import report
 from service.errors import NotFound
 from service.web.deps import LedgerDep, ReaderDep
+from service.web.limiting import GateDep
 
 __all__ = ["ReportForm", "report_form"]
 
@@ -53,6 +54,7 @@ def report_form(
     request: Request[Any, Any, Any],
     ledger: LedgerDep,
     reader: ReaderDep,
+    gate: GateDep,
     ref: FromPath[Path],
     data: Annotated[ReportForm, Body(media_type=RequestEncodingType.URL_ENCODED)],
 ) -> Redirect:
@@ -63,6 +65,7 @@ def report_form(
         PermissionDeniedException: the form was posted from another site's page.
         InvalidReport: an unknown reason, or a text over ``report.MAX_TEXT_BYTES``.
         UnknownRun, AmbiguousRun: ``ref``.
+        RateLimited: the client address is over its limit (counted as the JSON API's reports).
     """
     text = str(ref).lstrip("/")
     if not text.endswith(_SUFFIX):
@@ -71,6 +74,7 @@ def report_form(
         raise PermissionDeniedException("a report form is posted from this site's own pages")
     run = text.removesuffix(_SUFFIX)
     body = msgspec.json.encode({"reason": data.reason, "text": data.text})
+    gate.quota(request).anonymous()
     report.file_report(ledger, run, body)
     reader.invalidate()
     return Redirect(f"/runs/{quote(run, safe=':/')}#report", status_code=303)
