@@ -16,6 +16,7 @@ appended).
 from __future__ import annotations
 
 import base64
+import contextlib
 import sqlite3
 from importlib import resources
 from typing import Annotated, Any, Literal, NamedTuple, get_args
@@ -27,6 +28,7 @@ from msgspec import UNSET, Meta, UnsetType
 from events.entries import INTOTO_PAYLOAD_TYPE, Pending
 from events.merkle import leaf_hash
 from events.port import LogReader
+from events.stores.sqlite import SqliteLog
 from events.types.attestations import ATTESTATION_PREDICATE
 from keys import VerifyingKey
 from projections import queries
@@ -204,9 +206,15 @@ def _attester(keys: dict[str, KeyView], signed: SignedBody, size: int) -> Verify
     return VerifyingKey.from_raw(base64.b64decode(key.publicKey))
 
 
-def post_attestation(ledger: Ledger, ref: str, body: bytes, *, admit: Admit) -> Posting:
+def post_attestation(
+    ledger: Ledger, ref: str, body: bytes, *, admit: Admit, reads: SqliteLog | None = None
+) -> Posting:
     """Append the attestation ``body`` (a DSSE envelope) on the run ``ref`` names, or find the
     entry that holds it already; ``admit`` hears of the attester once its signature verified.
+    The checks read through ``reads``, a read-only handle on the log (the HTTP layer passes its
+    thread's; by default one is opened for the call), so that concurrent posts are checked in
+    parallel, outside the writer's lock; the key is checked again inside the append's
+    transaction (the group commit's ``check``).
 
     Raises:
         BadEnvelope, UnsupportedPayloadType, InvalidStatement, UnsupportedPredicate: malformed.
@@ -214,14 +222,16 @@ def post_attestation(ledger: Ledger, ref: str, body: bytes, *, admit: Admit) -> 
         UnknownAttester, RoleMayNotAttest, BadSignature: the signer.
         UnknownSubject, SubjectMismatch: the statement is about no run, or another one.
     """
+    if reads is None:
+        with contextlib.closing(SqliteLog.open_readonly(ledger.data.db)) as opened:
+            return post_attestation(ledger, ref, body, admit=admit, reads=opened)
     signed = read_envelope(body, INTOTO_PAYLOAD_TYPE)
-    store = ledger.store
-    with store.snapshot() as conn:
-        digest = queries.resolve_run(conn, ref)
-        check_signature(signed, _attester(queries.keyring(conn), signed, store.refresh()))
-        subject, _ = _statement(signed.payload)
-        if queries.run_view(conn, subject) is None:
-            raise UnknownSubject(f"the log holds no run {subject}", subject=subject)
+    conn, store = reads.session, ledger.store
+    digest = queries.resolve_run(conn, ref)
+    check_signature(signed, _attester(queries.keyring(conn), signed, reads.refresh()))
+    subject, _ = _statement(signed.payload)
+    if queries.run_view(conn, subject) is None:
+        raise UnknownSubject(f"the log holds no run {subject}", subject=subject)
     if subject != digest:
         raise SubjectMismatch(
             f"the statement is about {subject}, not {digest}", subject=subject, run=digest
@@ -240,9 +250,13 @@ def post_attestation(ledger: Ledger, ref: str, body: bytes, *, admit: Admit) -> 
         _attester(queries.keyring(session), signed, store.refresh())
 
     appended = ledger.append_pending([pending], check=still_valid)[0]
-    checkpoint = latest_checkpoint(ledger)
-    hashes = store.inclusion_proof(appended.seq, checkpoint.size)
-    leaf = store.leaf(appended.seq) or b""
+    # The commit wrote a checkpoint covering the entry; a later one covers it too.
+    reads.refresh()
+    checkpoint = reads.latest_checkpoint()
+    if checkpoint is None or checkpoint.size <= appended.seq:
+        checkpoint = latest_checkpoint(ledger)
+    hashes = reads.inclusion_proof(appended.seq, checkpoint.size)
+    leaf = reads.leaf(appended.seq) or b""
     posted = Posted(
         index=appended.seq,
         leafHash=base64.b64encode(leaf_hash(leaf)).decode(),

@@ -35,7 +35,7 @@ def post_on_run(
     """``POST /v1/runs/{ref}/attestations``: 201 with where the attestation landed, its signed
     checkpoint and inclusion proof; 200 with the same when the log held it already. Counted
     against the attester's key and the client address once the signature verified."""
-    posting = attest.post_attestation(ledger, ref, body, admit=quota.admit)
+    posting = attest.post_attestation(ledger, ref, body, admit=quota.admit, reads=reader.log)
     reader.invalidate()
     return Response(
         _ENC.encode(posting.posted),
