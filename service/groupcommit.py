@@ -4,9 +4,10 @@ A durable append costs one fsync (``synchronous=FULL``), so one transaction per 
 the log at the disk's fsync rate. Each caller queues its request and waits for the writer's
 turn; whoever gets the turn commits every request queued by then in one transaction (the
 single writer of the log), and each caller gets its own answer. A request carries an optional
-``check``, run inside that transaction just before the append (e.g. "the attester's key is
-still valid at the position the entry will take"); a request whose check refuses it gets its
-error and the others go on. If the shared append itself fails, each request is retried alone, so
+``check``, run inside that transaction just before its own append, after those of the requests
+before it (e.g. "the attester's key is still valid at the position the entry will take", which
+a revocation earlier in the same group may have changed); a request whose check refuses it gets
+its error and the others go on. If the shared append itself fails, each request is retried alone, so
 one request's fault is never another's.
 """
 

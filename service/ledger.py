@@ -233,10 +233,12 @@ class Ledger:
         )
 
     def _commit_group(self, batch: list[Request[Pending, sqlite3.Connection, Appended]]) -> None:
-        """Commit the requests of one group in one transaction (``GroupCommit``)."""
+        """Commit the requests of one group in one transaction (``GroupCommit``), in order: each
+        request's check runs after the requests before it were appended and projected, so it
+        judges its entry at the position the entry takes and sees what the group changed (a
+        revocation, a name taken); one fsync still serves them all."""
         with self.store.transaction() as session:
             self._catch_up_if_needed()
-            passed = []
             for request in batch:
                 if request.check is not None:
                     try:
@@ -244,13 +246,7 @@ class Ledger:
                     except Exception as exc:  # noqa: BLE001 - this request's refusal, kept for it
                         request.error = exc
                         continue
-                passed.append(request)
-            items = [p for request in passed for p in request.items]
-            results = self._append(items) if items else []
-        start = 0
-        for request in passed:
-            request.result = results[start : start + len(request.items)]
-            start += len(request.items)
+                request.result = self._append(request.items) if request.items else []
 
     def _catch_up_if_needed(self) -> None:
         if self.projections.position() != self.store.refresh():

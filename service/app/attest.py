@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from events.entries import INTOTO_PAYLOAD_TYPE, Pending
+from events.entries import INTOTO_PAYLOAD_TYPE, Pending, payload_digest
 from events.merkle import leaf_hash
 from events.port import LogReader
 from events.stores.sqlite import SqliteLog
@@ -155,6 +155,10 @@ class Posting(NamedTuple):
     new: bool
 
 
+MAX_STATEMENT_BYTES = 64 * 1024
+"""The largest statement an attestation may sign (its note is bounded apart, at 4 KiB)."""
+
+
 def predicate_schema() -> bytes:
     """The JSON Schema of the attestation predicate, as served."""
     return resources.files("service.app").joinpath("schemas", PREDICATE_SCHEMA).read_bytes()
@@ -226,6 +230,8 @@ def post_attestation(
         with contextlib.closing(SqliteLog.open_readonly(ledger.data.db)) as opened:
             return post_attestation(ledger, ref, body, admit=admit, reads=opened)
     signed = read_envelope(body, INTOTO_PAYLOAD_TYPE)
+    if len(signed.payload) > MAX_STATEMENT_BYTES:
+        raise InvalidStatement(f"the statement is over {MAX_STATEMENT_BYTES} bytes")
     conn, store = reads.session, ledger.store
     digest = queries.resolve_run(conn, ref)
     check_signature(signed, _attester(queries.keyring(conn), signed, reads.refresh()))
@@ -236,37 +242,45 @@ def post_attestation(
         raise SubjectMismatch(
             f"the statement is about {subject}, not {digest}", subject=subject, run=digest
         )
-    admit(signed.signature.keyid)
-    pending = Pending(
-        type="attestation.posted.v1",
-        subject=digest,
-        payload=signed.payload,
-        payload_type=INTOTO_PAYLOAD_TYPE,
-        envelope=signed.raw,
+    # The same statement again answers its entry, and counts against nobody's quota (anyone
+    # may replay a public envelope).
+    known = reads.find(
+        [payload_digest(signed.payload, INTOTO_PAYLOAD_TYPE, signed.signature.keyid)]
     )
+    if known:
+        (entry_id, seq), new = next(iter(known.items())), False
+    else:
+        admit(signed.signature.keyid)
+        pending = Pending(
+            type="attestation.posted.v1",
+            subject=digest,
+            payload=signed.payload,
+            payload_type=INTOTO_PAYLOAD_TYPE,
+            envelope=signed.raw,
+        )
 
-    def still_valid(session: sqlite3.Connection) -> None:
-        """Checked again in the append's transaction: the key may have been revoked since."""
-        _attester(queries.keyring(session), signed, store.refresh())
+        def still_valid(session: sqlite3.Connection) -> None:
+            """Checked again in the append's transaction, at the entry's own position: the key
+            may have been revoked since."""
+            _attester(queries.keyring(session), signed, store.refresh())
 
-    appended = ledger.append_pending([pending], check=still_valid)[0]
+        appended = ledger.append_pending([pending], check=still_valid)[0]
+        entry_id, seq, new = appended.payloadDigest, appended.seq, appended.new
     # The commit wrote a checkpoint covering the entry; a later one covers it too.
     reads.refresh()
     checkpoint = reads.latest_checkpoint()
-    if checkpoint is None or checkpoint.size <= appended.seq:
+    if checkpoint is None or checkpoint.size <= seq:
         checkpoint = latest_checkpoint(ledger)
-    hashes = reads.inclusion_proof(appended.seq, checkpoint.size)
-    leaf = reads.leaf(appended.seq) or b""
+    hashes = reads.inclusion_proof(seq, checkpoint.size)
+    leaf = reads.leaf(seq) or b""
     posted = Posted(
-        index=appended.seq,
+        index=seq,
         leafHash=base64.b64encode(leaf_hash(leaf)).decode(),
         checkpoint=checkpoint.note.decode(),
-        inclusionProof=Proof(
-            appended.seq, checkpoint.size, [base64.b64encode(h).decode() for h in hashes]
-        ),
-        id=appended.payloadDigest,
+        inclusionProof=Proof(seq, checkpoint.size, [base64.b64encode(h).decode() for h in hashes]),
+        id=entry_id,
     )
-    return Posting(posted, appended.new)
+    return Posting(posted, new)
 
 
 class AttestationPage(msgspec.Struct, frozen=True):

@@ -132,9 +132,12 @@ def unique_members(data: bytes) -> None:
     """Refuse JSON whose objects repeat a member name (parsers disagree on which one counts).
 
     Raises:
-        ValueError: not JSON, or a repeated member name.
+        ValueError: not JSON, nested too deeply to read, or a repeated member name.
     """
-    json.loads(data, object_pairs_hook=_no_duplicates)
+    try:
+        json.loads(data, object_pairs_hook=_no_duplicates)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
 
 
 def _strict_b64(text: str, field: str) -> bytes:
@@ -265,9 +268,10 @@ def register_key(ledger: Ledger, body: bytes, *, admit: Admit) -> Registered:
     signed = read_envelope(body, EVENT_PAYLOAD_TYPE)
     event, challenge = _registration(signed)
     check_signature(signed, _public_key(event, signed.signature.keyid))
-    admit(event.keyId)
     challenges = Challenges(ledger.data.db)
+    # A replayed registration (its challenge used) is refused before it counts against the key.
     challenges.check(challenge, event.keyId, ledger.clock())
+    admit(event.keyId)
     store = ledger.store
     with store.snapshot() as conn:
         _check_new(keyring(conn), event, store.refresh())
