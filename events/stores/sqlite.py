@@ -59,6 +59,7 @@ class SqliteLog(SqliteReads):
         self.path = path
         self._depth = 0
         self._doomed = False
+        self._due: tuple[NoteSigner, datetime] | None = None  # a checkpoint to sign at commit
         self._checkpointer = None if readonly else Checkpointer(path)
 
     # --- opening -----------------------------------------------------------------------------
@@ -143,10 +144,12 @@ class SqliteLog(SqliteReads):
                     raise LogError(
                         "a block inside this transaction failed: nothing of it is committed"
                     )
+                if self._due is not None:  # one checkpoint covers every append of the block
+                    self._sign_checkpoint(*self._due)
                 self._conn.execute("COMMIT")
                 committed = True
             finally:
-                self._depth = 0
+                self._depth, self._due = 0, None
                 if not committed:
                     # Whatever failed (the block, or COMMIT itself: SQLite may keep the
                     # transaction open then), nothing of it stays, and the edge is re-read.
@@ -207,8 +210,8 @@ class SqliteLog(SqliteReads):
                 appended = self._write(
                     items, [digests[i] for i in todo], sign, now, project, known, progress
                 )
-                if appended:
-                    self._sign_checkpoint(sign_checkpoint, now)
+                if appended:  # signed when the outermost transaction commits
+                    self._due = (sign_checkpoint, now)
         return [
             Appended(known[d], d in appended and first.get(d) == i, d)
             for i, d in enumerate(digests)

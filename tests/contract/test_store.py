@@ -226,10 +226,14 @@ def test_a_transaction_commits_whole_or_not_at_all(store: LogStore[Any], signers
     with pytest.raises(RuntimeError):
         two_batches_then_a_change_of_mind()
     assert _snapshot(store) == before
+    checkpoints = len(list(store.checkpoints()))
     with store.transaction():
         _append(store, signers, _reports(3, start=10))
         _append(store, signers, _reports(3, start=20))
     assert store.refresh() == 8
+    # One checkpoint, signed as the transaction commits, covers both batches.
+    assert len(list(store.checkpoints())) == checkpoints + 1
+    assert _checkpoint(store, 8) == store.latest_checkpoint()
 
 
 def test_an_inner_block_that_failed_dooms_the_transaction(
