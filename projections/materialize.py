@@ -28,7 +28,8 @@ __all__ = ["FORMAT", "Materializer"]
 # 3: p_groups has no member count (a version per leader change, not per member joining).
 # 4: a withdrawal applies only when its signer is the attester; hiding and resolving only when
 #    an index key signs them; key.granted changes a key's role.
-FORMAT = 4
+# 5: p_attestations keeps a withdrawal's and a hiding's reasons apart.
+FORMAT = 5
 
 
 class Materializer:

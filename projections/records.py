@@ -91,9 +91,10 @@ def record_ops(event: AnyEvent, ctx: Context, carried: dict[str, dict[str, Any]]
                 _ENC.encode(event.predicate),
                 at,
                 ctx.recordedAt,
-                None,
-                None,
-                None,
+                None,  # withdrawn_at
+                None,  # hidden_at
+                None,  # withdrawn_reason
+                None,  # hidden_reason
             )
             return (Insert("p_attestations", row),)
         case AttestationWithdrawn():

@@ -26,8 +26,8 @@ _RUN = msgspec.json.Decoder(RunView)
 
 # ``records.Update`` statements by name.
 _UPDATES = {
-    "attestation_withdrawn": "UPDATE p_attestations SET withdrawn_at = ?, reason = ? WHERE id = ? AND attester = ? AND withdrawn_at IS NULL",
-    "attestation_hidden": "UPDATE p_attestations SET hidden_at = ?, reason = ? WHERE id = ? AND hidden_at IS NULL",
+    "attestation_withdrawn": "UPDATE p_attestations SET withdrawn_at = ?, withdrawn_reason = ? WHERE id = ? AND attester = ? AND withdrawn_at IS NULL",
+    "attestation_hidden": "UPDATE p_attestations SET hidden_at = ?, hidden_reason = ? WHERE id = ? AND hidden_at IS NULL",
     "report_resolved": "UPDATE p_reports SET resolved_at = ?, resolution = ?, note = ? WHERE id = ? AND resolved_at IS NULL",
 }
 

@@ -53,7 +53,8 @@ _DDL = {
     "p_attestations": """CREATE TABLE IF NOT EXISTS p_attestations (
         id TEXT PRIMARY KEY, run_digest TEXT NOT NULL, attester TEXT NOT NULL,
         predicate_type TEXT NOT NULL, predicate BLOB NOT NULL, valid_from INTEGER NOT NULL,
-        recorded_at TEXT NOT NULL, withdrawn_at INTEGER, hidden_at INTEGER, reason TEXT)
+        recorded_at TEXT NOT NULL, withdrawn_at INTEGER, hidden_at INTEGER, withdrawn_reason TEXT,
+        hidden_reason TEXT)
        """,
     "p_reports": """CREATE TABLE IF NOT EXISTS p_reports (
         id TEXT PRIMARY KEY, run_digest TEXT NOT NULL, category TEXT NOT NULL, text TEXT NOT NULL,

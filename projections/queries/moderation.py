@@ -1,11 +1,7 @@
 """Reads of what others said about a run: attestations (withdrawn or hidden ones marked as of
 the size read) and reports (with their resolution once resolved), and the current state of one
 attestation or report, which moderation checks before it writes.
-
-``p_attestations`` keeps one ``reason`` column, written by the withdrawal or the hiding that
-came first to the row (each applies once), and overwritten by the later one. A withdrawal's
-reason is shown only when it is the one the column holds: the row was not hidden, or hidden
-before it was withdrawn (a hidden attestation is never listed)."""
+A withdrawal and a hiding each keep their own reason (a hidden attestation is never listed)."""
 
 from __future__ import annotations
 
@@ -45,7 +41,7 @@ class Attestation(msgspec.Struct, frozen=True, omit_defaults=True):
 
 _COLUMNS = (
     "id, run_digest, attester, predicate_type, predicate, valid_from, recorded_at,"
-    " withdrawn_at, hidden_at, reason"
+    " withdrawn_at, hidden_at, withdrawn_reason"
 )
 
 
@@ -54,7 +50,6 @@ def _attestation(row: tuple[Any, ...], p: int) -> Attestation:
     withdrawn_at, hidden_at, reason = row[7], row[8], row[9]
     withdrawn = withdrawn_at is not None and withdrawn_at <= p
     hidden = hidden_at is not None and hidden_at <= p
-    own_reason = withdrawn and (hidden_at is None or hidden_at < withdrawn_at)
     return Attestation(
         row[0],
         row[1],
@@ -64,7 +59,7 @@ def _attestation(row: tuple[Any, ...], p: int) -> Attestation:
         row[5] - 1,
         row[6],
         withdrawn,
-        reason if own_reason else None,
+        reason if withdrawn else None,
         hidden,
     )
 

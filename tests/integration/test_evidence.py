@@ -17,7 +17,7 @@ from events.types import (
     RunSuperseded,
 )
 from keys import SigningKey
-from projections.queries import keyring, run_view
+from projections.queries import attestations, keyring, run_view
 from service.app.replay import replay
 from service.ledger import Ledger
 from service.verification import verify_log
@@ -280,4 +280,20 @@ def test_a_granted_role_counts_from_its_position_on(ledger: Ledger) -> None:
     assert keys[key.key_id].role == "rerunner"
     ledger.append_pending([rerun(digest, key, value=41)])
     assert _level(ledger, digest) == "verified"
+    assert replay(ledger).ok
+
+
+def test_a_hiding_keeps_the_withdrawal_reason(ledger: Ledger) -> None:
+    community = SigningKey.generate()
+    ledger.append_pending(
+        [signed_event(key_registration(community, "community"), community.key_id, community)]
+    )
+    digest = _ingest(ledger, value=40, raw_evidence=True, author=0)
+    posted = ledger.append_pending([attestation(digest, community, "mine")])[0].payloadDigest
+    withdrawal = AttestationWithdrawn(attestationId=posted, reason="measured the wrong GPU")
+    ledger.append_pending([signed_event(withdrawal, digest, community)])
+    ledger.append([(AttestationHidden(attestationId=posted, reason="spam"), digest)])
+    (shown,) = attestations(ledger.store.session, digest, include_hidden=True)
+    assert (shown.withdrawn, shown.hidden) == (True, True)
+    assert shown.withdrawalReason == "measured the wrong GPU"
     assert replay(ledger).ok
