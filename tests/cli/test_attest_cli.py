@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,8 +14,7 @@ import httpx
 import pytest
 
 from keys import load_private_key, parse_vkey
-from tests.cli.conftest import SCRIPT, Runner
-from tests.corpora import shared_file
+from tests.cli.conftest import Runner, seeded_server
 
 SEED = "sha256:5195388fd7c6a80d3089edc96ddebce288cc1703b1bfb949d3c9ca2c2c6fd74b"
 SEED_ALIAS = "sol-execbench:165"
@@ -41,31 +39,8 @@ class Server:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, bp: Runner) -> Iterator[Server]:
     data = tmp_path_factory.mktemp("attestcli") / "data"
-    assert bp("init", "--data", data).returncode == 0
-    seeded = bp("ingest", "manifest", shared_file("seed-manifest.json"), "--data", data)
-    assert seeded.returncode == 0, seeded.stderr
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    command = [SCRIPT, "serve", "--data", data, "--host", "127.0.0.1", "--port", port]
-    proc = subprocess.Popen(
-        list(map(str, command)), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(300):
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-                time.sleep(0.1)
+    with seeded_server(bp, data) as url:
         yield Server(url, data)
-    finally:
-        proc.terminate()
-        proc.wait(10)
-        if proc.stderr is not None:
-            proc.stderr.close()
 
 
 def _keygen(bp: Runner, path: Path, name: str) -> str:

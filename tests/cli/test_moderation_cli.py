@@ -5,49 +5,31 @@ limit and trusted proxy options); refusals are one line and exit 2, and change n
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.cli.conftest import SCRIPT, Runner
+from tests.cli.conftest import Runner, seeded_server
 from tests.cli.test_attest_cli import SEED, Server, _one_line_error, _register
-from tests.corpora import shared_file
+
+MODERATION_OPTIONS = (
+    "--limit-address-hour",
+    0,
+    "--limit-key-day",
+    50,
+    "--trusted-proxy",
+    "10.0.0.1",
+)
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, bp: Runner) -> Iterator[Server]:
     data = tmp_path_factory.mktemp("moderationcli") / "data"
-    assert bp("init", "--data", data).returncode == 0
-    seeded = bp("ingest", "manifest", shared_file("seed-manifest.json"), "--data", data)
-    assert seeded.returncode == 0, seeded.stderr
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    command = [SCRIPT, "serve", "--data", data, "--host", "127.0.0.1", "--port", port]
-    command += ["--limit-address-hour", "0", "--limit-key-day", "50", "--trusted-proxy", "10.0.0.1"]
-    proc = subprocess.Popen(
-        list(map(str, command)), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(300):
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-                time.sleep(0.1)
+    with seeded_server(bp, data, *MODERATION_OPTIONS) as url:
         yield Server(url, data)
-    finally:
-        proc.terminate()
-        proc.wait(10)
-        if proc.stderr is not None:
-            proc.stderr.close()
 
 
 def _token(bp: Runner, server: Server, name: str) -> str:
