@@ -44,7 +44,9 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--name", default="key", help="the key name in the printed vkey (default: key)")
     p.set_defaults(handler=_keygen)
 
-    keys = sub.add_parser("keys", parents=[common], help="register, revoke or grant a role to a key on a server")
+    keys = sub.add_parser(
+        "keys", parents=[common], help="register, revoke or grant a role to a key on a server"
+    )
     keysub = keys.add_subparsers(dest="keys_command", metavar="WHAT", parser_class=type(keys))
     keysub.required = True
     p = keysub.add_parser(
