@@ -25,7 +25,7 @@ from events.types import (
 )
 from events.types.runs import RunIngestedWire
 
-__all__ = ["InvalidStatement", "Statement", "decode_event", "statement_event"]
+__all__ = ["STATEMENT_TYPE", "InvalidStatement", "Statement", "decode_event", "statement_event"]
 
 
 class InvalidStatement(EventError):

@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
+from events.decoding import STATEMENT_TYPE
 from events.entries import INTOTO_PAYLOAD_TYPE, Pending, payload_digest
 from events.merkle import leaf_hash
 from events.port import LogReader
@@ -60,9 +61,9 @@ __all__ = [
     "post_attestation",
     "predicate_schema",
     "show_attestation",
+    "statement_of",
 ]
 
-STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 Kind = Literal["reproduced", "could-not-reproduce", "environment-note", "regression-observed"]
 KINDS: tuple[str, ...] = get_args(Kind)
 ATTESTING_ROLES = frozenset({"community", "rerunner"})
@@ -157,6 +158,17 @@ class Posting(NamedTuple):
 
 MAX_STATEMENT_BYTES = 64 * 1024
 """The largest statement an attestation may sign (its note is bounded apart, at 4 KiB)."""
+
+
+def statement_of(run_digest: str, predicate: dict[str, Any]) -> dict[str, Any]:
+    """The in-toto Statement v1 of an attestation about the run ``run_digest``
+    (``sha256:<hex>``), whose one subject is the run by its digest, named by its permalink."""
+    return {
+        "_type": STATEMENT_TYPE,
+        "subject": [{"name": f"/runs/{run_digest}", "digest": {"sha256": run_digest[7:]}}],
+        "predicateType": ATTESTATION_PREDICATE,
+        "predicate": predicate,
+    }
 
 
 def predicate_schema() -> bytes:

@@ -21,26 +21,17 @@ import msgspec
 
 from events.canonical import canonical_bytes
 from events.entries import INTOTO_PAYLOAD_TYPE
-from events.types import ATTESTATION_PREDICATE, AttestationWithdrawn
+from events.types import AttestationWithdrawn
 from keys import encode_envelope, load_private_key, sign_envelope
+from service.app.attest import KINDS, statement_of
+from service.app.report import REASONS
 from service.client import Client, run_path
 from service.commands.base import Sub
 from service.commands.keys import server_option, signed_event, token_option, write_answer
 from service.errors import UsageError
 
-__all__ = ["KINDS", "REASONS", "register", "statement"]
+__all__ = ["register", "statement"]
 
-STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
-KINDS = ("reproduced", "could-not-reproduce", "environment-note", "regression-observed")
-REASONS = (
-    "incorrect-result",
-    "suspected-reward-hack",
-    "weak-correctness-check",
-    "wrong-hardware-or-environment",
-    "duplicate",
-    "license",
-    "other",
-)
 _RUN_HELP = "short id, sha256:… digest, kernelindex:<uuid> or <source>:<externalId>"
 
 
@@ -111,15 +102,7 @@ def statement(run_digest: str, predicate: dict[str, Any]) -> bytes:
     Raises:
         CanonicalizationError: the predicate holds something that is not JSON.
     """
-    hex_digest = run_digest.removeprefix("sha256:")
-    return canonical_bytes(
-        {
-            "_type": STATEMENT_TYPE,
-            "subject": [{"name": f"/runs/{run_digest}", "digest": {"sha256": hex_digest}}],
-            "predicateType": ATTESTATION_PREDICATE,
-            "predicate": predicate,
-        }
-    )
+    return canonical_bytes(statement_of(run_digest, predicate))
 
 
 def _number(text: str) -> int | float:

@@ -12,8 +12,8 @@ from typing import Any
 
 import msgspec
 
-from events.types import ATTESTATION_PREDICATE
 from projections.queries import Attestation
+from service.app.attest import statement_of
 from service.app.keylist import KeyRecord
 from service.dossier import Dossier, Primary
 from service.web.present import number, pretty_json, safe_url
@@ -113,12 +113,7 @@ def note(a: Attestation, primary: Primary | None, key: KeyRecord | None) -> Note
 def statement(d: Dossier) -> dict[str, Any]:
     """The in-toto Statement v1 ``benchproof attest --kind reproduced`` signs about this run,
     before the options add to its predicate."""
-    return {
-        "_type": "https://in-toto.io/Statement/v1",
-        "subject": [{"name": f"/runs/{d.runDigest}", "digest": {"sha256": d.runDigest[7:]}}],
-        "predicateType": ATTESTATION_PREDICATE,
-        "predicate": {"kind": "reproduced"},
-    }
+    return statement_of(d.runDigest, {"kind": "reproduced"})
 
 
 def commands(d: Dossier, server: str) -> list[str]:
