@@ -27,7 +27,13 @@ from service.app.attest import KINDS, statement_of
 from service.app.report import REASONS
 from service.client import Client, run_path
 from service.commands.base import Sub
-from service.commands.keys import server_option, signed_event, token_option, write_answer
+from service.commands.keys import (
+    recorded,
+    server_option,
+    signed_event,
+    token_option,
+    write_answer,
+)
 from service.errors import UsageError
 
 __all__ = ["register", "statement"]
@@ -185,11 +191,7 @@ def _report(args: argparse.Namespace) -> int:
         answer = client.post(
             run_path(args.run, "reports"), {"reason": args.reason, "text": args.text}
         )
-    write_answer(answer)
-    sys.stderr.write(
-        f"benchproof: report {answer.body.get('id')} filed at entry {answer.body.get('index')}\n"
-    )
-    return 0
+    return recorded(answer, f"report {answer.body.get('id')} filed")
 
 
 def _withdraw(args: argparse.Namespace) -> int:
@@ -199,21 +201,13 @@ def _withdraw(args: argparse.Namespace) -> int:
         answer = client.post(
             f"/v1/attestations/{args.attestation}/withdrawal", content=signed_event(event, key)
         )
-    write_answer(answer)
-    sys.stderr.write(
-        f"benchproof: withdrew attestation {args.attestation} at entry {answer.body.get('index')}\n"
-    )
-    return 0
+    return recorded(answer, f"withdrew attestation {args.attestation}")
 
 
 def _hide(args: argparse.Namespace) -> int:
     with Client(args.server, token=args.token) as client:
         answer = client.post(f"/v1/attestations/{args.attestation}/hidden", {"reason": args.reason})
-    write_answer(answer)
-    sys.stderr.write(
-        f"benchproof: hid attestation {args.attestation} at entry {answer.body.get('index')}\n"
-    )
-    return 0
+    return recorded(answer, f"hid attestation {args.attestation}")
 
 
 def _resolve(args: argparse.Namespace) -> int:
@@ -222,8 +216,4 @@ def _resolve(args: argparse.Namespace) -> int:
             f"/v1/reports/{args.report}/resolution",
             {"resolution": args.resolution, "note": args.note},
         )
-    write_answer(answer)
-    sys.stderr.write(
-        f"benchproof: report {args.report} {args.resolution} at entry {answer.body.get('index')}\n"
-    )
-    return 0
+    return recorded(answer, f"report {args.report} {args.resolution}")

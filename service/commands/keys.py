@@ -110,6 +110,14 @@ def write_answer(answer: Answer) -> None:
     sys.stdout.buffer.write(msgspec.json.format(encoded, indent=2) + b"\n")
 
 
+def recorded(answer: Answer, done: str) -> int:
+    """Print the answer of a write (``write_answer``), say on stderr what was ``done`` and at
+    which entry, and exit 0."""
+    write_answer(answer)
+    sys.stderr.write(f"benchproof: {done} at entry {answer.body.get('index')}\n")
+    return 0
+
+
 def _key_name(name: str) -> str:
     if not valid_key_name(name):
         raise UsageError(f"invalid key name {name!r}: it must be non-empty, without spaces or '+'")
@@ -137,11 +145,7 @@ def _register(args: argparse.Namespace) -> int:
             challenge=issued.text("challenge"),
         )
         answer = client.post("/v1/keys", content=signed_event(event, key))
-    write_answer(answer)
-    sys.stderr.write(
-        f"benchproof: registered key {key.key_id} as {name!r} at entry {answer.body.get('index')}\n"
-    )
-    return 0
+    return recorded(answer, f"registered key {key.key_id} as {name!r}")
 
 
 def _revoke(args: argparse.Namespace) -> int:
@@ -156,17 +160,10 @@ def _revoke(args: argparse.Namespace) -> int:
     else:
         with Client(args.server, token=args.token) as client:
             answer = client.post(path, {"reason": args.reason})
-    write_answer(answer)
-    sys.stderr.write(f"benchproof: revoked key {args.key_id} at entry {answer.body.get('index')}\n")
-    return 0
+    return recorded(answer, f"revoked key {args.key_id}")
 
 
 def _grant(args: argparse.Namespace) -> int:
     with Client(args.server, token=args.token) as client:
         answer = client.post(f"/v1/keys/{args.key_id}/grants", {"role": args.role})
-    write_answer(answer)
-    sys.stderr.write(
-        f"benchproof: granted {args.role} to key {args.key_id} at entry "
-        f"{answer.body.get('index')}\n"
-    )
-    return 0
+    return recorded(answer, f"granted {args.role} to key {args.key_id}")
