@@ -5,15 +5,19 @@ Kept apart from ``service.web.auth`` (the token store), which the CLI imports wi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from litestar import post
 from litestar.connection import ASGIConnection
 from litestar.handlers import BaseRouteHandler
+from litestar.openapi.datastructures import ResponseSpec
 
 from service.web.auth import TokenStore
+from service.web.params import OPERATOR_TOKEN
 from service.web.problems import Unauthorized
 
-__all__ = ["bearer_token", "operator_only"]
+__all__ = ["bearer_token", "operator_only", "operator_post"]
 
 
 def bearer_token(authorization: str) -> str | None:
@@ -31,3 +35,19 @@ def operator_only(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHa
     tokens: TokenStore = connection.app.state.tokens
     if tokens.check(bearer_token(connection.headers.get("authorization", ""))) is None:
         raise Unauthorized("a valid operator token is required (Authorization: Bearer <token>)")
+
+
+def operator_post(
+    path: str, responses: Mapping[int, ResponseSpec], *, status_code: int = 201
+) -> post:
+    """A POST route for operators only: the token guard, the ``operator`` tag, the OpenAPI
+    security scheme and its 401 answer, beside the route's own ``responses``."""
+    return post(
+        path,
+        tags=["operator"],
+        guards=[operator_only],
+        sync_to_thread=True,
+        status_code=status_code,
+        security=[{"operatorToken": []}],
+        responses={**responses, **OPERATOR_TOKEN},
+    )

@@ -20,6 +20,7 @@ __all__ = [
     "BAD_REQUEST",
     "GROUP_ERRORS",
     "MAX_BODY_TEXT",
+    "OPERATOR_TOKEN",
     "RUN_ERRORS",
     "AsOf",
     "Problem",
@@ -76,4 +77,5 @@ RUN_ERRORS = {
     404: problem("No run matches the reference (malformed references included)"),
 }
 GROUP_ERRORS = {**BAD_REQUEST, 404: problem("No comparison group has this key")}
+OPERATOR_TOKEN = {401: problem("No valid operator token (Authorization: Bearer <token>)")}
 MAX_BODY_TEXT = "64 MiB unless the server sets another limit"

@@ -18,7 +18,7 @@ from service.app.keyadmin import Recorded
 from service.ledger import Ledger
 from service.web.caching import etag_of, respond, settled
 from service.web.deps import LedgerDep, ReaderDep
-from service.web.guards import operator_only
+from service.web.guards import operator_post
 from service.web.limiting import GateDep, Quota
 from service.web.params import BAD_REQUEST, AsOf, answer, as_of, problem
 from service.web.reads import Reader
@@ -140,16 +140,10 @@ def withdrawal(
     return recorded
 
 
-@post(
+@operator_post(
     "/v1/attestations/{attestation_id:str}/hidden",
-    tags=["operator"],
-    guards=[operator_only],
-    sync_to_thread=True,
-    status_code=201,
-    security=[{"operatorToken": []}],
-    responses={
+    {
         400: problem('The body is not {"reason"}'),
-        401: problem("No valid operator token (Authorization: Bearer <token>)"),
         404: problem("No attestation has this id"),
         409: problem("Hidden already"),
     },

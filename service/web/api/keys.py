@@ -18,16 +18,15 @@ from service.state import Challenge
 from service.web.auth import TokenStore
 from service.web.caching import etag_of, respond
 from service.web.deps import LedgerDep, ReaderDep
-from service.web.guards import bearer_token, operator_only
+from service.web.guards import bearer_token, operator_post
 from service.web.limiting import GateDep
-from service.web.params import BAD_REQUEST, answer, problem
+from service.web.params import BAD_REQUEST, OPERATOR_TOKEN, answer, problem
 from service.web.problems import Unauthorized
 
 __all__ = ["HANDLERS"]
 
 _ENC = msgspec.json.Encoder()
 _LIMITED = {429: problem("Over a rate limit (Retry-After says when to try again)")}
-_OPERATOR = {401: problem("No valid operator token (Authorization: Bearer <token>)")}
 
 
 class ChallengeRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -126,7 +125,7 @@ async def key_show(
         403: problem("Not signed by the key it revokes, or an index or log key"),
         404: problem("No key has this id"),
         409: problem("The key was revoked or rotated away already"),
-        **_OPERATOR,
+        **OPERATOR_TOKEN,
         **_LIMITED,
     },
 )
@@ -154,19 +153,13 @@ def revocation(
     return recorded
 
 
-@post(
+@operator_post(
     "/v1/keys/{key_id:str}/grants",
-    tags=["operator"],
-    guards=[operator_only],
-    sync_to_thread=True,
-    status_code=201,
-    security=[{"operatorToken": []}],
-    responses={
+    {
         400: problem('The body is not {"role": "rerunner"}'),
         403: problem("An index or log key"),
         404: problem("No key has this id"),
         409: problem("The key was revoked, or is not a community key"),
-        **_OPERATOR,
     },
 )
 def grant(

@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
-from litestar import Request, get, post
+from litestar import Request, get
 from litestar.params import FromPath, QueryParameter, RawBody
 
 from service.app.ingest import ingest_upload
 from service.ingest.core import IngestResult
 from service.web.deps import LedgerDep, ReaderDep
-from service.web.guards import operator_only
+from service.web.guards import operator_post
 from service.web.params import MAX_BODY_TEXT, problem
 
 __all__ = ["HANDLERS"]
@@ -45,19 +45,14 @@ _SUFFIX = {
 }
 
 
-@post(
+@operator_post(
     "/v1/ingest/{source:str}",
-    tags=["operator"],
-    guards=[operator_only],
-    sync_to_thread=True,
-    status_code=200,
-    security=[{"operatorToken": []}],
-    responses={
+    {
         400: problem("Unknown source"),
-        401: problem("No valid operator token (Authorization: Bearer <token>)"),
         413: problem(f"The body is over the size limit ({MAX_BODY_TEXT})"),
         422: problem("Invalid input, refused whole: nothing was appended"),
     },
+    status_code=200,
 )
 def ingest(
     request: Request[Any, Any, Any],

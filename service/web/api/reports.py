@@ -6,14 +6,14 @@ unresolved report is under review until an operator resolves or dismisses every 
 from __future__ import annotations
 
 import msgspec
-from litestar import Response, post
+from litestar import Response
 from litestar.params import FromPath, RawBody
 
 from service.app import moderation, report
 from service.app.keyadmin import Recorded
 from service.ledger import Ledger
 from service.web.deps import LedgerDep, ReaderDep
-from service.web.guards import operator_only
+from service.web.guards import operator_post
 from service.web.limiting import Quota
 from service.web.params import problem
 from service.web.reads import Reader
@@ -36,16 +36,10 @@ def post_on_run(
     )
 
 
-@post(
+@operator_post(
     "/v1/reports/{report_id:str}/resolution",
-    tags=["operator"],
-    guards=[operator_only],
-    sync_to_thread=True,
-    status_code=201,
-    security=[{"operatorToken": []}],
-    responses={
+    {
         400: problem('The body is not {"resolution": "resolved" | "dismissed", "note"}'),
-        401: problem("No valid operator token (Authorization: Bearer <token>)"),
         404: problem("No report has this id"),
         409: problem("Resolved or dismissed already"),
     },
