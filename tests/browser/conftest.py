@@ -10,10 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -24,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.corpora import corpus, shared_file
+from tests.servers import run_cli, served
 
 CHROMIUM = Path(os.environ.get("BENCHPROOF_CHROMIUM", "/usr/bin/chromium"))
 FLAGS = [
@@ -36,22 +33,13 @@ FLAGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-SCRIPT = Path(sys.executable).parent / "benchproof"
 SCREENSHOTS = Path(__file__).parent / "screenshots"
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 900}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _bp(*args: object) -> None:
-    done = subprocess.run(
-        [str(SCRIPT), *map(str, args)], capture_output=True, text=True, timeout=300, check=False
-    )
+    done = run_cli(*args, timeout=300)
     assert done.returncode == 0, f"benchproof {args[0]} failed: {done.stderr[-2000:]}"
 
 
@@ -79,37 +67,8 @@ class Server:
 @contextmanager
 def serving(data: Path) -> Iterator[Server]:
     """``benchproof serve`` over ``data`` on a free loopback port, until the block ends."""
-    port = _free_port()
-    log = (data.parent / "serve.log").open("w")
-    proc = subprocess.Popen(
-        [str(SCRIPT), "serve", "--data", str(data), "--port", str(port)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(base + "/healthz", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(
-                    "benchproof serve did not come up: "
-                    + (data.parent / "serve.log").read_text()[-2000:]
-                )
-            time.sleep(0.1)
+    with served(data) as base:
         yield Server(base, data)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,20 +30,18 @@ from tests.api.test_attestations import path, signed, statement
 from tests.api.test_keys import World, register, world
 from tests.browser.conftest import Server, serving
 from tests.corpora import shared_file
+from tests.servers import run_cli
 
 __all__ = ["world"]  # the fixture, shared with the API tests
 
 SEED = "sha256:5195388fd7c6a80d3089edc96ddebce288cc1703b1bfb949d3c9ca2c2c6fd74b"
 SHORT = SEED[7:19]
-SCRIPT = Path(sys.executable).parent / "benchproof"
 HTML = "text/html; charset=utf-8"
 HOST = "http://testserver.local"  # the TestClient's base URL
 
 
 def _cli(*args: object, ok: bool = True) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [str(SCRIPT), *map(str, args)], capture_output=True, text=True, timeout=300, check=False
-    )
+    done = run_cli(*args, timeout=300)
     if ok:
         assert done.returncode == 0, (args, done.stderr)
     return done
