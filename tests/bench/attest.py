@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -24,7 +23,7 @@ from service.app.ingest import ingest
 from service.commands.attest import statement
 from service.ledger import init_data_dir
 from tests.bench.common import line
-from tests.bench.http import _port, _wait
+from tests.bench.http import _port, _wait, run_wrk
 from tests.bench.log import raw_rates
 from tests.builders import key_registration, signed_event
 from tests.corpora import shared_file
@@ -45,8 +44,8 @@ def _bodies(run_digest: str, keys: list[SigningKey], n: int) -> list[bytes]:
     return out
 
 
-def _wrk(url: str, path: str, bodies: list[bytes], folder: Path) -> tuple[float, str]:
-    """Post each body once, in turn, for ``DURATION`` seconds; requests/s and wrk's output."""
+def _post_all(url: str, path: str, bodies: list[bytes], folder: Path) -> tuple[float, float]:
+    """Post each body once, in turn, for the run's seconds; requests/s and p99 (ms)."""
     listing = folder / "bodies.lua"
     listing.write_text(
         "return {" + ",".join(json.dumps(b.decode()) for b in bodies) + "}\n", encoding="utf-8"
@@ -58,14 +57,7 @@ def _wrk(url: str, path: str, bodies: list[bytes], folder: Path) -> tuple[float,
         "request = function()\n  i = i + 1\n"
         f"  return wrk.format(nil, {json.dumps(path)}, nil, bodies[((i - 1) % #bodies) + 1])\nend\n"
     )
-    out = subprocess.run(
-        ["wrk", "-t1", f"-c{CLIENTS}", f"-d{DURATION}s", "--latency", "-s", str(script), url],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
-    return rps, out
+    return run_wrk(url, script, str(CLIENTS))
 
 
 def main() -> None:
@@ -108,23 +100,18 @@ def main() -> None:
             log = SqliteLog.open_readonly(data / "benchproof.db")
             before = log.refresh()
             checkpoints = len(list(log.checkpoints()))
-            rps, out = _wrk(base, f"/v1/runs/{run_digest}/attestations", bodies, Path(tmp))
+            rps, p99 = _post_all(base, f"/v1/runs/{run_digest}/attestations", bodies, Path(tmp))
             appended = log.refresh() - before
             commits = len(list(log.checkpoints())) - checkpoints
             log.close()
         finally:
             server.terminate()
             server.wait(10)
-    failed = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    if failed:
-        raise RuntimeError(f"{failed.group(1)} posts were refused:\n{out}")
     if appended < rps * DURATION * 0.9 or appended > len(bodies):
-        raise RuntimeError(f"{appended} entries appended for {rps:.0f} posts/s:\n{out}")
+        raise RuntimeError(f"{appended} entries appended for {rps:.0f} posts/s")
     verify_rate = raw_rates(10000)[1]
     rate = appended / DURATION
-    p99 = re.search(r"99%\s+([\d.]+\w+)", out)
-    latency = f"p99 {p99.group(1)}" if p99 else ""
-    line("attestations accepted (verified, durably appended)", rate, "/s", latency)
+    line("attestations accepted (verified, durably appended)", rate, "/s", f"p99 {p99:.1f} ms")
     line("raw Ed25519 verify, one core (1 KiB)", verify_rate, "verify/s")
     line("  ratio to raw verify (target >= 0.3)", rate / verify_rate, "x")
     line("fsyncs (committed transactions) per second", commits / DURATION, "/s")

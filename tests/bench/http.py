@@ -52,15 +52,15 @@ def _wait(url: str, proc: subprocess.Popen[bytes]) -> None:
     raise RuntimeError(f"{url} did not answer")
 
 
-def _wrk(url: str, paths: list[str], script_dir: Path) -> tuple[float, float]:
-    script = script_dir / "paths.lua"
-    lua_paths = ",".join(json.dumps(p) for p in paths)
-    script.write_text(
-        "local paths = {" + lua_paths + "}\nlocal i = 0\n"
-        "request = function()\n  i = i + 1\n  return wrk.format('GET', paths[(i % #paths) + 1])\nend\n"
-    )
+def run_wrk(url: str, script: Path, connections: str = CONNECTIONS) -> tuple[float, float]:
+    """Requests/s and p99 latency (ms) of ``wrk`` driving ``url`` with the Lua ``script`` for
+    ``DURATION`` seconds.
+
+    Raises:
+        RuntimeError: any answer was not 2xx or 3xx.
+    """
     out = subprocess.run(
-        ["wrk", "-t1", f"-c{CONNECTIONS}", f"-d{DURATION}s", "--latency", "-s", str(script), url],
+        ["wrk", "-t1", f"-c{connections}", f"-d{DURATION}s", "--latency", "-s", str(script), url],
         capture_output=True,
         text=True,
         check=True,
@@ -73,6 +73,16 @@ def _wrk(url: str, paths: list[str], script_dir: Path) -> tuple[float, float]:
     if non2xx:
         raise RuntimeError(f"{non2xx.group(1)} failed responses:\n{out}")
     return rps, float(p99_text.group(1)) * scale
+
+
+def _wrk(url: str, paths: list[str], script_dir: Path) -> tuple[float, float]:
+    script = script_dir / "paths.lua"
+    lua_paths = ",".join(json.dumps(p) for p in paths)
+    script.write_text(
+        "local paths = {" + lua_paths + "}\nlocal i = 0\n"
+        "request = function()\n  i = i + 1\n  return wrk.format('GET', paths[(i % #paths) + 1])\nend\n"
+    )
+    return run_wrk(url, script)
 
 
 def main() -> None:
