@@ -74,6 +74,7 @@ class Batch:
         self.store = store
         self.keys = keys
         self.keys_changed = False
+        self.keys_at = 0  # the tree size after the last entry that changed the keyring
         self.changes = RowChanges()
         self.runs: dict[str, RunView | None] = {}
         self.run_in_db: set[str] = set()
@@ -178,7 +179,7 @@ class Batch:
         if entry.type.startswith("key."):  # only key events change the keyring
             keys = fold_keys(self.keys, event, entry.seq, entry.signer)
             if keys is not self.keys:
-                self.keys, self.keys_changed = keys, True
+                self.keys, self.keys_changed, self.keys_at = keys, True, entry.seq + 1
         carried = carried_manifests(event) if isinstance(event, RunIngested) else {}
         for digest in self.targets(event, carried):
             self._fold_run(digest, event, ctx)
@@ -282,10 +283,11 @@ class Batch:
             ]
 
     def record(self, event: AnyEvent, ctx: Context, carried: dict[str, Any]) -> None:
-        """Gather the small projections' rows ``event`` makes (``records.record_ops``).
-        Extension point."""
+        """Gather the small projections' rows ``event`` makes (``records.record_ops``) and
+        who signed its entry. Extension point."""
         at = ctx.seq + 1
         changes = self.changes
+        changes.signed.append((ctx.signer, ctx.seq))
         for op in record_ops(event, ctx, carried):
             if type(op) is Manifest:
                 if op.digest not in changes.manifests:
@@ -305,5 +307,5 @@ class Batch:
     def flush(self) -> None:
         """Write what the batch gathered (and the keyring, if it changed). Extension point."""
         if self.keys_changed:
-            self.changes.keys = self.keys
+            self.changes.keys, self.changes.keys_at = self.keys, self.keys_at
         self.store.write(self.changes)

@@ -54,6 +54,7 @@ class RowChanges:
         self.waiting_add: set[tuple[str, str]] = set()  # (awaited digest, run)
         self.waiting_del: set[tuple[str, str]] = set()
         self.aliases: list[tuple[str, str, int]] = []
+        self.signed: list[tuple[str, int]] = []  # (signing key id, position) of each entry
         self.manifests: dict[
             str, tuple[str, str, int, bytes]
         ] = {}  # digest -> kind, name, at, body
@@ -62,3 +63,4 @@ class RowChanges:
             str, list[tuple[Any, ...]]
         ] = {}  # statement -> rows (``records.Update``)
         self.keys: Mapping[str, KeyView] | None = None  # the whole keyring, when it changed
+        self.keys_at = 0  # the tree size after the last entry that changed it

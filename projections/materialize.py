@@ -16,7 +16,7 @@ from events.errors import LogError
 from projections import schema
 from projections.batch import RUN_SUBJECTS, Batch
 from projections.keyring import KeyView
-from projections.queries import current_size, stored_format
+from projections.queries import current_size, keys_version, stored_format
 from projections.rows import RowStore
 
 __all__ = ["FORMAT", "Materializer"]
@@ -29,7 +29,9 @@ __all__ = ["FORMAT", "Materializer"]
 # 4: a withdrawal applies only when its signer is the attester; hiding and resolving only when
 #    an index key signs them; key.granted changes a key's role.
 # 5: p_attestations keeps a withdrawal's and a hiding's reasons apart.
-FORMAT = 5
+# 6: p_state records where the keyring last changed (``keys``); p_signed and p_signers hold
+#    who signed each entry.
+FORMAT = 6
 
 
 class Materializer:
@@ -40,6 +42,7 @@ class Materializer:
         self.rows = RowStore(conn)
         schema.create(conn)
         self._keys: dict[str, KeyView] | None = None
+        self._keys_at = -1  # the keyring's version (``keys_version``) that ``_keys`` holds
         self._carried: Batch | None = None
 
     def position(self) -> int:
@@ -60,9 +63,7 @@ class Materializer:
         """
         if not entries:
             return
-        if self._keys is None:
-            self._keys = self.rows.keys()
-        batch = Batch(self.rows, self._keys)
+        batch = Batch(self.rows, self.keyring())
         if self._carried is not None:
             batch.carry_groups(self._carried)
         try:
@@ -73,10 +74,23 @@ class Materializer:
         except BaseException:
             self._keys = None  # the caller rolls back; reload next time
             raise
-        self._keys = dict(batch.keys)
+        if batch.keys_changed:  # the fold makes a new mapping when a key changes
+            self._keys, self._keys_at = dict(batch.keys), batch.keys_at
         if self._carried is not None:
             self._carried = batch
         self.rows.set_state(entries[-1].seq + 1, FORMAT)
+
+    def keyring(self) -> dict[str, KeyView]:
+        """The keyring as the projections hold it: cached, and read again when another writer
+        (another process on the same store) changed it since. Never change what it answers."""
+        version = keys_version(self.conn)
+        if self._keys is None or version != self._keys_at:
+            self._keys, self._keys_at = self.rows.keys(), version
+        return self._keys
+
+    def forget(self) -> None:
+        """Drop what is cached of the projections (the transaction that folded it was undone)."""
+        self._keys, self._keys_at = None, -1
 
     def __call__(self, conn: sqlite3.Connection, entries: Sequence[StoredEntry]) -> None:
         """The store's projector hook: ``conn`` is the store's session, which must be this

@@ -9,6 +9,7 @@ statement, at the end of a batch.
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from collections.abc import Iterator, Sequence
 
 import msgspec
@@ -188,6 +189,13 @@ class RowStore:
             "INSERT OR IGNORE INTO p_waiting VALUES (?, ?)", sorted(changes.waiting_add)
         )
         conn.executemany("INSERT OR IGNORE INTO p_aliases VALUES (?, ?, ?)", changes.aliases)
+        if changes.signed:
+            conn.executemany("INSERT INTO p_signed VALUES (?, ?)", changes.signed)
+            conn.executemany(
+                "INSERT INTO p_signers VALUES (?, ?)"
+                " ON CONFLICT (key_id) DO UPDATE SET entries = entries + excluded.entries",
+                sorted(Counter(key for key, _ in changes.signed).items()),
+            )
         conn.executemany(
             "INSERT OR IGNORE INTO p_manifests VALUES (?, ?, ?, ?, ?)",
             [(d, *rest) for d, rest in changes.manifests.items()],
@@ -214,6 +222,9 @@ class RowStore:
                     for k in changes.keys.values()
                 ],
             )
+            # Where the keyring last changed: readers cache it until this moves
+            # (``projections.queries.KeyringCache``).
+            conn.execute("INSERT OR REPLACE INTO p_state VALUES ('keys', ?)", (changes.keys_at,))
 
     def set_state(self, position: int, format_: int) -> None:
         """Record that the projections have applied ``position`` entries, folded in format

@@ -56,6 +56,11 @@ _DDL = {
         recorded_at TEXT NOT NULL, withdrawn_at INTEGER, hidden_at INTEGER, withdrawn_reason TEXT,
         hidden_reason TEXT)
        """,
+    "p_signed": """CREATE TABLE IF NOT EXISTS p_signed (
+        key_id TEXT NOT NULL, position INTEGER NOT NULL,
+        PRIMARY KEY (key_id, position)) WITHOUT ROWID""",
+    "p_signers": """CREATE TABLE IF NOT EXISTS p_signers (
+        key_id TEXT PRIMARY KEY, entries INTEGER NOT NULL)""",
     "p_reports": """CREATE TABLE IF NOT EXISTS p_reports (
         id TEXT PRIMARY KEY, run_digest TEXT NOT NULL, category TEXT NOT NULL, text TEXT NOT NULL,
         reporter TEXT, valid_from INTEGER NOT NULL, recorded_at TEXT NOT NULL,
@@ -109,10 +114,12 @@ def drop(conn: sqlite3.Connection) -> None:
 
 
 # A table rebuilt into several scratch databases (``projections.shards``) is the union of their
-# rows, except that a manifest recorded by several shards keeps its first position.
+# rows, except that a manifest recorded by several shards keeps its first position and a key's
+# count of entries signed is the sum of the shards' counts.
 _UNION = {
     "p_manifests": "SELECT digest, kind, name, min(valid_from) AS valid_from, body FROM ({u})"
-    " GROUP BY digest"
+    " GROUP BY digest",
+    "p_signers": "SELECT key_id, sum(entries) AS entries FROM ({u}) GROUP BY key_id",
 }
 
 

@@ -15,7 +15,8 @@ DEFAULT_ORIGIN = "benchproof.local/log"
 
 
 class DataDir:
-    """The layout of a data directory: the database, the keys and the operator tokens."""
+    """The layout of a data directory: the database, the rate limits' counts, the keys and the
+    operator tokens."""
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
@@ -23,6 +24,12 @@ class DataDir:
     @property
     def db(self) -> Path:
         return self.root / "benchproof.db"
+
+    @property
+    def limits(self) -> Path:
+        """The rate limits' counts: a database of their own, so that counting a write never
+        waits for the log's writer (``service.limits``)."""
+        return self.root / "limits.db"
 
     @property
     def keys(self) -> Path:

@@ -9,12 +9,19 @@ before it (e.g. "the attester's key is still valid at the position the entry wil
 a revocation earlier in the same group may have changed); a request whose check refuses it gets
 its error and the others go on. If the shared append itself fails, each request is retried alone, so
 one request's fault is never another's.
+
+An event loop's handlers use ``submit_async`` instead: a request waits on a future rather than
+on a thread, and one worker thread runs the commits for the loop, each of every request queued
+while the one before was committing; both paths take the same turn, so their commits never
+overlap.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Generic, TypeVar
 
 __all__ = ["GroupCommit", "Request"]
@@ -49,6 +56,64 @@ class GroupCommit(Generic[T, S, R]):
         self._queued = threading.Lock()
         self._turn = threading.Lock()
         self.commits = 0  # transactions committed: one fsync each
+        # Requests from the event loop, waiting for the loop's next commit (loop thread only).
+        self._waiting: list[tuple[Request[T, S, R], asyncio.Future[list[R]]]] = []
+        self._draining = False
+        self._drainer: asyncio.Task[None] | None = None
+        self._writer: ThreadPoolExecutor | None = None
+
+    async def submit_async(
+        self, items: Sequence[T], check: Callable[[S], None] | None = None
+    ) -> list[R]:
+        """``submit`` for a handler on an event loop: the loop goes on serving while the writer
+        thread commits this request with the others queued meanwhile.
+
+        Raises:
+            Whatever ``check`` or the append raised for this request.
+        """
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[list[R]] = loop.create_future()
+        self._waiting.append((Request(items, check), future))
+        if not self._draining:
+            self._draining = True
+            self._drainer = loop.create_task(
+                self._drain(loop)
+            )  # held: a task nobody holds may vanish
+        return await future
+
+    async def _drain(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Commit what the loop's handlers queued, a group at a time, until nothing waits."""
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix="group-commit")
+        try:
+            while self._waiting:
+                waiting, self._waiting = self._waiting, []
+                batch = [request for request, _ in waiting]
+                try:
+                    await loop.run_in_executor(self._writer, self._run_in_turn, batch)
+                except BaseException as exc:  # noqa: BLE001 - the loop stops: each hears of it
+                    for request in batch:
+                        if not request.done:
+                            request.error, request.done = exc, True
+                for request, future in waiting:
+                    if future.cancelled():
+                        continue
+                    if request.error is not None:
+                        future.set_exception(request.error)
+                    else:
+                        future.set_result(request.result or [])
+        finally:
+            self._draining = False
+
+    def _run_in_turn(self, batch: list[Request[T, S, R]]) -> None:
+        with self._turn:
+            self._run(batch)
+
+    def close(self) -> None:
+        """Stop the writer thread of ``submit_async`` (after the commit under way, if any)."""
+        if self._writer is not None:
+            self._writer.shutdown(wait=True)
+            self._writer = None
 
     def submit(self, items: Sequence[T], check: Callable[[S], None] | None = None) -> list[R]:
         """Commit ``items`` (with others queued meanwhile); return their answers.

@@ -27,7 +27,7 @@ from events.types import EVENT_ENCODER, Event, KeyRegistered, event_tag
 from keys import KeyFileError, SigningKey, generate_key_file, load_private_key
 from keys.notekeys import valid_key_name
 from projections.materialize import Materializer
-from projections.queries import keyring
+from projections.queries import KeyringCache, keyring
 from projections.shards import Unshardable, open_rebuilt, rebuild_in_one, rebuild_sharded
 from service.config import DEFAULT_ORIGIN, DataDir
 from service.errors import NotInitialised, UsageError
@@ -50,6 +50,12 @@ def pending_of(event: Event, subject: str) -> Pending:
     )
 
 
+# Entry types that change nothing a request's check reads (checks read the keyring, whether an
+# attestation was withdrawn or hidden, whether a report is open): the group commit holds the
+# requests that bring only these and appends them together, just before the next request that
+# brings anything else runs its check. Their own checks still run in order.
+CHECK_NEUTRAL = frozenset({"attestation.posted.v1", "report.filed.v1"})
+
 # From this many entries on, a rebuild runs on every core (``projections.shards``): starting its
 # processes, about a third of a second, is then worth it.
 PARALLEL_FROM = 20_000
@@ -64,6 +70,10 @@ class Ledger:
         self.signers = signers
         self.clock = clock
         self.projections = Materializer(store.session)
+        store.on_rollback.append(self.projections.forget)
+        # The keyring for checks made on read-only handles of this log (outside the writer's
+        # transaction; ``self.projections.keyring()`` inside it).
+        self.keyring = KeyringCache()
         self.group: GroupCommit[Pending, sqlite3.Connection, Appended] = GroupCommit(
             self._commit_group
         )
@@ -110,6 +120,7 @@ class Ledger:
         return cls(data, store, signers, clock)
 
     def close(self) -> None:
+        self.group.close()
         self.signers.close()
         self.store.close()
 
@@ -211,6 +222,16 @@ class Ledger:
                 return self._append(signed, progress)
         return self.group.submit(signed, check)
 
+    async def append_pending_async(
+        self,
+        pending: Sequence[Pending],
+        *,
+        check: Callable[[sqlite3.Connection], None] | None = None,
+    ) -> list[Appended]:
+        """``append_pending`` for a handler on an event loop: the loop serves other requests
+        while the group commit's writer thread commits this batch with those queued meanwhile."""
+        return await self.group.submit_async(self._signed(pending), check)
+
     def _signed(self, pending: Sequence[Pending]) -> list[Pending]:
         index = self.signers.index.key_id
         return [
@@ -236,17 +257,38 @@ class Ledger:
         """Commit the requests of one group in one transaction (``GroupCommit``), in order: each
         request's check runs after the requests before it were appended and projected, so it
         judges its entry at the position the entry takes and sees what the group changed (a
-        revocation, a name taken); one fsync still serves them all."""
+        revocation, a name taken); one fsync still serves them all. Requests that bring only
+        ``CHECK_NEUTRAL`` entries are appended together (their checks cannot tell the
+        difference: nothing they append changes what a check reads)."""
         with self.store.transaction() as session:
             self._catch_up_if_needed()
+            held: list[Request[Pending, sqlite3.Connection, Appended]] = []
             for request in batch:
+                neutral = all(p.type in CHECK_NEUTRAL for p in request.items)
+                if not neutral:
+                    self._append_held(held)
                 if request.check is not None:
                     try:
                         request.check(session)
                     except Exception as exc:  # noqa: BLE001 - this request's refusal, kept for it
                         request.error = exc
                         continue
-                request.result = self._append(request.items) if request.items else []
+                if neutral:
+                    held.append(request)
+                else:
+                    request.result = self._append(request.items) if request.items else []
+            self._append_held(held)
+
+    def _append_held(self, held: list[Request[Pending, sqlite3.Connection, Appended]]) -> None:
+        """Append the items of the ``held`` requests in one batch (one statement per table, not
+        one per request), and hand each request its own answers."""
+        items = [p for request in held for p in request.items]
+        appended = self._append(items) if items else []
+        start = 0
+        for request in held:
+            request.result = appended[start : start + len(request.items)]
+            start += len(request.items)
+        held.clear()
 
     def _catch_up_if_needed(self) -> None:
         if self.projections.position() != self.store.refresh():

@@ -1,6 +1,7 @@
 """Rate limits on the public write endpoints, per signing key and per client address, by the
-hour and by the day, counted in the data directory's database (table ``rate_limits``) so that
-every API process on it shares them.
+hour and by the day, counted in a database of the data directory (``limits.db``, table
+``rate_limits``; apart from the log's, so that counting never waits for the log's writer) so
+that every API process on it shares them.
 
 Windows are fixed (the clock's hour and UTC day); a request over any limit is refused before
 anything is appended, with the seconds until its window ends (HTTP 429 ``Retry-After``); a

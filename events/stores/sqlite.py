@@ -37,6 +37,7 @@ from events.stores.sqlite_reads import SqliteReads
 from events.stores.sqlite_schema import (
     SCHEMA_VERSION,
     Checkpointer,
+    WriterLock,
     connect,
     connect_readonly,
     create_tables,
@@ -55,12 +56,14 @@ class SqliteLog(SqliteReads):
     def __init__(
         self, path: Path, conn: sqlite3.Connection, origin: str, *, readonly: bool = False
     ) -> None:
-        super().__init__(conn, origin)
+        super().__init__(conn, origin, memo=readonly)
         self.path = path
         self._depth = 0
         self._doomed = False
         self._due: tuple[NoteSigner, datetime] | None = None  # a checkpoint to sign at commit
         self._checkpointer = None if readonly else Checkpointer(path)
+        self._writers = None if readonly else WriterLock(path)
+        self.on_rollback: list[Callable[[], None]] = []  # told when a transaction is undone
 
     # --- opening -----------------------------------------------------------------------------
 
@@ -121,6 +124,8 @@ class SqliteLog(SqliteReads):
     def close(self) -> None:
         if self._checkpointer is not None:
             self._checkpointer.stop()
+        if self._writers is not None:
+            self._writers.close()
         self._conn.close()
 
     @property
@@ -135,7 +140,15 @@ class SqliteLog(SqliteReads):
             if self._depth:
                 yield from self._inner()
                 return
-            self._conn.execute("BEGIN IMMEDIATE")
+            writers = self._writers
+            if writers is None:
+                raise LogError("this handle on the log is read-only")
+            writers.acquire()
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except BaseException:
+                writers.release()
+                raise
             self._depth, self._doomed = 1, False
             committed = False
             try:
@@ -158,6 +171,11 @@ class SqliteLog(SqliteReads):
                             self._conn.execute("ROLLBACK")
                     finally:
                         self._loaded = None
+                        writers.release()
+                        for hook in self.on_rollback:  # e.g. caches of what was folded
+                            hook()
+                else:
+                    writers.release()
 
     def _inner(self) -> Iterator[sqlite3.Connection]:
         """A block inside an open transaction: if it raises, the whole transaction is doomed

@@ -17,6 +17,7 @@ __all__ = ["SqliteReads"]
 
 _CHECKPOINT = "SELECT size, note, root, signed_at FROM checkpoints"
 _HEADER = "SELECT seq, type, subject, recorded_at FROM entries"
+_MEMO_NODES = 1 << 16  # about 6 MiB of node hashes per read-only handle
 
 
 @contextlib.contextmanager
@@ -39,11 +40,16 @@ class SqliteReads:
     writes; the tree's right edge is loaded on first use (a verifier that reads a damaged log
     row by row never needs it), cached, and reloaded when the log grew elsewhere."""
 
-    def __init__(self, conn: sqlite3.Connection, origin: str) -> None:
+    def __init__(self, conn: sqlite3.Connection, origin: str, *, memo: bool = False) -> None:
         self._conn = conn
         self._origin = origin
         self._lock = threading.RLock()
         self._loaded: CompactRange | None = None
+        # Tree nodes read, by (level, index): a read-only handle sees committed nodes only, and
+        # a committed node never changes, so the few high nodes that every proof and every
+        # edge reload needs are read once. A writer's handle may read nodes that a rollback
+        # takes back: it keeps none.
+        self._memo: dict[tuple[int, int], bytes] | None = {} if memo else None
 
     @property
     def _edge(self) -> CompactRange:
@@ -69,6 +75,17 @@ class SqliteReads:
         return CompactRange.load(self._stored_size(), self.read_node)
 
     def read_node(self, level: int, index: int) -> bytes:
+        memo = self._memo
+        if memo is None:
+            return self._read_node(level, index)
+        node = memo.get((level, index))
+        if node is None:
+            if len(memo) >= _MEMO_NODES:
+                memo.clear()
+            node = memo[level, index] = self._read_node(level, index)
+        return node
+
+    def _read_node(self, level: int, index: int) -> bytes:
         if level == 0:
             row = self._conn.execute(
                 "SELECT leaf_hash FROM entries WHERE seq = ?", (index,)

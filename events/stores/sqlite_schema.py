@@ -1,4 +1,4 @@
-"""The SQLite adapter's tables, connections and WAL checkpointer.
+"""The SQLite adapter's tables, connections, WAL checkpointer and writers' lock.
 
 - ``entries`` holds each leaf as the exact bytes committed, its leaf hash and its payload's
   content digest (UNIQUE: appending the same statement twice returns the existing entry).
@@ -12,13 +12,19 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import os
 import sqlite3
 import threading
+import time
 from pathlib import Path
+
+from events.errors import LogError
 
 __all__ = [
     "SCHEMA_VERSION",
     "Checkpointer",
+    "WriterLock",
     "connect",
     "connect_readonly",
     "create_tables",
@@ -125,3 +131,51 @@ class Checkpointer:
         # Another process may hold the database; its own close will checkpoint then.
         with contextlib.suppress(sqlite3.Error):
             self._checkpoint("TRUNCATE")
+
+
+class WriterLock:
+    """One writer at a time across processes (``benchproof serve --workers N``, a command run
+    beside the server): an exclusive ``flock`` on a file beside the database, taken before
+    ``BEGIN IMMEDIATE``. A writer that finds it taken checks again within a millisecond, where
+    SQLite's own busy wait sleeps up to 100 ms between tries; after ``timeout`` seconds it gives
+    up (as SQLite's busy timeout would), so two handles of one process can never wait on each
+    other for ever."""
+
+    def __init__(self, db: Path, *, timeout: float = 60.0) -> None:
+        self.path = db.with_name(db.name + "-writer")
+        self._fd: int | None = None  # opened at the first write: a reader's never needs it
+        self._timeout = timeout
+
+    def acquire(self) -> None:
+        """Take the lock.
+
+        Raises:
+            LogError: the lock file cannot be opened (a read-only folder), or another writer
+                held it for ``timeout`` seconds.
+        """
+        if self._fd is None:
+            try:
+                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            except OSError as exc:
+                raise LogError(f"cannot write the log: {self.path}: {exc.strerror}") from None
+        deadline, pause = time.monotonic() + self._timeout, 0.0001
+        while True:
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise LogError(
+                        f"another writer has held {self.path} for {self._timeout:.0f} s"
+                    ) from None
+                time.sleep(pause)
+                pause = min(pause * 2, 0.001)
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None

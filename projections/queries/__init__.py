@@ -19,7 +19,13 @@ from projections.queries.groups import (
     rank_of,
     ranked_members,
 )
-from projections.queries.keys import attestation_counts, keyring
+from projections.queries.keys import (
+    KeyringCache,
+    attestation_counts,
+    keyring,
+    signed_by,
+    signed_counts,
+)
 from projections.queries.lookups import (
     known_manifests,
     latest_for_row,
@@ -47,12 +53,13 @@ from projections.queries.runs import (
     run_view,
 )
 from projections.queries.search import Source, hardware_names, search_runs, sources
-from projections.queries.state import current_size, stored_format
+from projections.queries.state import current_size, keys_version, stored_format
 
 __all__ = [
     "Attestation",
     "AttestationState",
     "GroupSummary",
+    "KeyringCache",
     "Ranked",
     "Report",
     "Source",
@@ -70,6 +77,7 @@ __all__ = [
     "hardware_names",
     "has_runs",
     "keyring",
+    "keys_version",
     "known_manifests",
     "latest_for_row",
     "leader_history",
@@ -85,6 +93,8 @@ __all__ = [
     "run_versions",
     "run_view",
     "search_runs",
+    "signed_by",
+    "signed_counts",
     "sources",
     "stored_format",
 ]

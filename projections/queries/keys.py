@@ -1,13 +1,16 @@
 """The keyring as the projections hold it now: every key the log registered, with its role,
-validity and rotation; and how many attestations each key posted."""
+validity and rotation; how many attestations each key posted; and which entries each key
+signed."""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping, Sequence
 
 from projections.keyring import KeyView
+from projections.queries.state import keys_version
 
-__all__ = ["attestation_counts", "keyring"]
+__all__ = ["KeyringCache", "attestation_counts", "keyring", "signed_by", "signed_counts"]
 
 
 def keyring(conn: sqlite3.Connection) -> dict[str, KeyView]:
@@ -20,8 +23,53 @@ def keyring(conn: sqlite3.Connection) -> dict[str, KeyView]:
     return out
 
 
+class KeyringCache:
+    """The keyring of one database for many readers (threads, each with its own connection):
+    read again only when a key event was folded since (``keys_version``), so a request that
+    checks a signer costs one primary-key lookup, not a read of every key. The mapping it
+    answers is shared: never change it."""
+
+    def __init__(self) -> None:
+        self._held: tuple[int, Mapping[str, KeyView]] = (-1, {})
+
+    def __call__(self, conn: sqlite3.Connection) -> Mapping[str, KeyView]:
+        version = keys_version(conn)
+        held = self._held
+        if held[0] != version:
+            held = (version, keyring(conn))
+            self._held = held
+        return held[1]
+
+
 def attestation_counts(conn: sqlite3.Connection) -> dict[str, int]:
     """How many attestations each key posted (withdrawn and hidden ones too: every one is an
     entry the key signed), by key id; a key that posted none is left out."""
     rows = conn.execute("SELECT attester, count(*) FROM p_attestations GROUP BY attester")
     return {attester: count for attester, count in rows}
+
+
+def signed_counts(conn: sqlite3.Connection, key_ids: Sequence[str] | None = None) -> dict[str, int]:
+    """How many entries each key signed (every entry: registrations, attestations,
+    withdrawals, reruns, and for the index key every event of the index), by key id; only
+    ``key_ids``, if given."""
+    if key_ids is None:
+        rows = conn.execute("SELECT key_id, entries FROM p_signers")
+    else:
+        marks = ",".join("?" * len(key_ids))
+        rows = conn.execute(
+            f"SELECT key_id, entries FROM p_signers WHERE key_id IN ({marks})",
+            list(key_ids),
+        )
+    return {key_id: count for key_id, count in rows}
+
+
+def signed_by(
+    conn: sqlite3.Connection, key_id: str, *, after: int = -1, limit: int = 100
+) -> list[int]:
+    """The positions of the entries ``key_id`` signed after position ``after``, oldest first,
+    at most ``limit``."""
+    rows = conn.execute(
+        "SELECT position FROM p_signed WHERE key_id = ? AND position > ? ORDER BY position LIMIT ?",
+        (key_id, after, limit),
+    )
+    return [position for (position,) in rows]

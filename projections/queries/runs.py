@@ -52,7 +52,10 @@ def resolve_run(conn: sqlite3.Connection, ref: str, as_of: int | None = None) ->
     ref = ref.strip()
     candidates: list[str] = []
     if _FULL.match(ref):
-        candidates = [ref] if run_view(conn, ref, as_of) is not None else []
+        live = conn.execute(
+            f"SELECT 1 FROM p_runs WHERE run_digest = ? AND {LIVE} LIMIT 1", (ref, p, p)
+        ).fetchone()
+        candidates = [ref] if live is not None else []
     elif _HEX.match(ref):
         low = "sha256:" + ref
         rows = conn.execute(

@@ -1,14 +1,15 @@
 """How far the projections have got, and in which format: the reads of ``p_state``.
 
-``p_state`` holds one row per name: ``all`` (the tree size the projections have applied) and
-``format`` (the format number of the folds that wrote them, ``projections.materialize.FORMAT``).
+``p_state`` holds one row per name: ``all`` (the tree size the projections have applied),
+``format`` (the format number of the folds that wrote them, ``projections.materialize.FORMAT``)
+and ``keys`` (the tree size after the last entry that changed the keyring).
 """
 
 from __future__ import annotations
 
 import sqlite3
 
-__all__ = ["current_size", "stored_format"]
+__all__ = ["current_size", "keys_version", "stored_format"]
 
 
 def _state(conn: sqlite3.Connection, name: str) -> int | None:
@@ -25,3 +26,9 @@ def stored_format(conn: sqlite3.Connection) -> int | None:
     """The format number of the folds that wrote the projections (``None``: written before
     formats were recorded, or never written)."""
     return _state(conn, "format")
+
+
+def keys_version(conn: sqlite3.Connection) -> int:
+    """The tree size after the last entry that changed the keyring (0 before any): the keyring
+    read at one version is the keyring until it moves."""
+    return _state(conn, "keys") or 0

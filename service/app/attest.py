@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import sqlite3
+from collections.abc import Callable, Mapping
 from importlib import resources
 from typing import Annotated, Any, Literal, NamedTuple, get_args
 from urllib.parse import urlsplit
@@ -27,12 +28,12 @@ from msgspec import UNSET, Meta, UnsetType
 
 from events.decoding import STATEMENT_TYPE
 from events.entries import INTOTO_PAYLOAD_TYPE, Pending, payload_digest
-from events.merkle import leaf_hash
 from events.port import LogReader
 from events.stores.sqlite import SqliteLog
 from events.types.attestations import ATTESTATION_PREDICATE
 from keys import VerifyingKey
 from projections import queries
+from projections.errors import UnknownRun
 from projections.keyring import KeyView
 from service.app.keys import Admit, SignedBody, check_signature, read_envelope, unique_members
 from service.app.log import Proof, latest_checkpoint
@@ -59,6 +60,7 @@ __all__ = [
     "UnsupportedPredicate",
     "attestation_page",
     "post_attestation",
+    "post_attestation_async",
     "predicate_schema",
     "show_attestation",
     "statement_of",
@@ -209,7 +211,7 @@ def _statement(payload: bytes) -> tuple[str, Predicate]:
     return digest, predicate
 
 
-def _attester(keys: dict[str, KeyView], signed: SignedBody, size: int) -> VerifyingKey:
+def _attester(keys: Mapping[str, KeyView], signed: SignedBody, size: int) -> VerifyingKey:
     keyid = signed.signature.keyid
     key = keys.get(keyid)
     if key is None or not key.valid_at(size):
@@ -222,15 +224,79 @@ def _attester(keys: dict[str, KeyView], signed: SignedBody, size: int) -> Verify
     return VerifyingKey.from_raw(base64.b64decode(key.publicKey))
 
 
+class _Checked(NamedTuple):
+    """An attestation that passed every check made before the append: the entry to append
+    (with the check to run again inside the append's transaction), or where the log holds it."""
+
+    pending: Pending
+    attester: str
+    still_valid: Callable[[sqlite3.Connection], None]
+    known: tuple[str, int] | None  # (entry id, position) when the log holds it already
+
+
+def _check(ledger: Ledger, ref: str, body: bytes, reads: SqliteLog) -> _Checked:
+    signed = read_envelope(body, INTOTO_PAYLOAD_TYPE)
+    if len(signed.payload) > MAX_STATEMENT_BYTES:
+        raise InvalidStatement(f"the statement is over {MAX_STATEMENT_BYTES} bytes")
+    conn, store = reads.session, ledger.store
+    digest = queries.resolve_run(conn, ref)
+    size = queries.current_size(conn)
+    check_signature(signed, _attester(ledger.keyring(conn), signed, size))
+    subject, _ = _statement(signed.payload)
+    if subject != digest:
+        try:
+            queries.resolve_run(conn, subject)
+        except UnknownRun:
+            raise UnknownSubject(f"the log holds no run {subject}", subject=subject) from None
+        raise SubjectMismatch(
+            f"the statement is about {subject}, not {digest}", subject=subject, run=digest
+        )
+    keyid = signed.signature.keyid
+    # The same statement again answers its entry, and counts against nobody's quota (anyone
+    # may replay a public envelope).
+    known = reads.find([payload_digest(signed.payload, INTOTO_PAYLOAD_TYPE, keyid)])
+    pending = Pending(
+        type="attestation.posted.v1",
+        subject=digest,
+        payload=signed.payload,
+        payload_type=INTOTO_PAYLOAD_TYPE,
+        envelope=signed.raw,
+    )
+
+    def still_valid(_session: sqlite3.Connection) -> None:
+        """Checked again in the append's transaction, at the entry's own position: the key may
+        have been revoked since."""
+        _attester(ledger.projections.keyring(), signed, store.refresh())
+
+    return _Checked(pending, keyid, still_valid, next(iter(known.items())) if known else None)
+
+
+def _receipt(ledger: Ledger, reads: SqliteLog, entry_id: str, seq: int, new: bool) -> Posting:
+    """Where the entry landed, with a checkpoint that covers it and its inclusion proof."""
+    # The commit wrote a checkpoint covering the entry; a later one covers it too.
+    checkpoint = reads.latest_checkpoint()
+    if checkpoint is None or checkpoint.size <= seq:
+        checkpoint = latest_checkpoint(ledger)
+    hashes = reads.inclusion_proof(seq, checkpoint.size)
+    posted = Posted(
+        index=seq,
+        leafHash=base64.b64encode(reads.read_node(0, seq)).decode(),
+        checkpoint=checkpoint.note.decode(),
+        inclusionProof=Proof(seq, checkpoint.size, [base64.b64encode(h).decode() for h in hashes]),
+        id=entry_id,
+    )
+    return Posting(posted, new)
+
+
 def post_attestation(
     ledger: Ledger, ref: str, body: bytes, *, admit: Admit, reads: SqliteLog | None = None
 ) -> Posting:
     """Append the attestation ``body`` (a DSSE envelope) on the run ``ref`` names, or find the
     entry that holds it already; ``admit`` hears of the attester once its signature verified.
     The checks read through ``reads``, a read-only handle on the log (the HTTP layer passes its
-    thread's; by default one is opened for the call), so that concurrent posts are checked in
-    parallel, outside the writer's lock; the key is checked again inside the append's
-    transaction (the group commit's ``check``).
+    own; by default one is opened for the call), outside the writer's lock, so that concurrent
+    posts are checked while the writer commits others; the key is checked again inside the
+    append's transaction (the group commit's ``check``).
 
     Raises:
         BadEnvelope, UnsupportedPayloadType, InvalidStatement, UnsupportedPredicate: malformed.
@@ -241,58 +307,26 @@ def post_attestation(
     if reads is None:
         with contextlib.closing(SqliteLog.open_readonly(ledger.data.db)) as opened:
             return post_attestation(ledger, ref, body, admit=admit, reads=opened)
-    signed = read_envelope(body, INTOTO_PAYLOAD_TYPE)
-    if len(signed.payload) > MAX_STATEMENT_BYTES:
-        raise InvalidStatement(f"the statement is over {MAX_STATEMENT_BYTES} bytes")
-    conn, store = reads.session, ledger.store
-    digest = queries.resolve_run(conn, ref)
-    check_signature(signed, _attester(queries.keyring(conn), signed, reads.refresh()))
-    subject, _ = _statement(signed.payload)
-    if queries.run_view(conn, subject) is None:
-        raise UnknownSubject(f"the log holds no run {subject}", subject=subject)
-    if subject != digest:
-        raise SubjectMismatch(
-            f"the statement is about {subject}, not {digest}", subject=subject, run=digest
-        )
-    # The same statement again answers its entry, and counts against nobody's quota (anyone
-    # may replay a public envelope).
-    known = reads.find(
-        [payload_digest(signed.payload, INTOTO_PAYLOAD_TYPE, signed.signature.keyid)]
-    )
-    if known:
-        (entry_id, seq), new = next(iter(known.items())), False
-    else:
-        admit(signed.signature.keyid)
-        pending = Pending(
-            type="attestation.posted.v1",
-            subject=digest,
-            payload=signed.payload,
-            payload_type=INTOTO_PAYLOAD_TYPE,
-            envelope=signed.raw,
-        )
+    checked = _check(ledger, ref, body, reads)
+    if checked.known is not None:
+        return _receipt(ledger, reads, *checked.known, new=False)
+    admit(checked.attester)
+    appended = ledger.append_pending([checked.pending], check=checked.still_valid)[0]
+    return _receipt(ledger, reads, appended.payloadDigest, appended.seq, appended.new)
 
-        def still_valid(session: sqlite3.Connection) -> None:
-            """Checked again in the append's transaction, at the entry's own position: the key
-            may have been revoked since."""
-            _attester(queries.keyring(session), signed, store.refresh())
 
-        appended = ledger.append_pending([pending], check=still_valid)[0]
-        entry_id, seq, new = appended.payloadDigest, appended.seq, appended.new
-    # The commit wrote a checkpoint covering the entry; a later one covers it too.
-    reads.refresh()
-    checkpoint = reads.latest_checkpoint()
-    if checkpoint is None or checkpoint.size <= seq:
-        checkpoint = latest_checkpoint(ledger)
-    hashes = reads.inclusion_proof(seq, checkpoint.size)
-    leaf = reads.leaf(seq) or b""
-    posted = Posted(
-        index=seq,
-        leafHash=base64.b64encode(leaf_hash(leaf)).decode(),
-        checkpoint=checkpoint.note.decode(),
-        inclusionProof=Proof(seq, checkpoint.size, [base64.b64encode(h).decode() for h in hashes]),
-        id=entry_id,
-    )
-    return Posting(posted, new)
+async def post_attestation_async(
+    ledger: Ledger, ref: str, body: bytes, *, admit: Admit, reads: SqliteLog
+) -> Posting:
+    """``post_attestation`` for an event loop: the checks and the receipt run on the loop's
+    thread, and the loop serves other requests while the writer commits (the ledger's
+    ``append_pending_async``)."""
+    checked = _check(ledger, ref, body, reads)
+    if checked.known is not None:
+        return _receipt(ledger, reads, *checked.known, new=False)
+    admit(checked.attester)
+    appended = (await ledger.append_pending_async([checked.pending], check=checked.still_valid))[0]
+    return _receipt(ledger, reads, appended.payloadDigest, appended.seq, appended.new)
 
 
 class AttestationPage(msgspec.Struct, frozen=True):

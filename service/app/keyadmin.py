@@ -222,7 +222,7 @@ def grant_role(ledger: Ledger, key_id: str, body: bytes) -> Recorded:
     pending = pending_of(event, key_id)
 
     def still_community(session: sqlite3.Connection) -> None:
-        _community(queries.keyring(session), key_id, ledger.store.refresh())
+        _community(ledger.projections.keyring(), key_id, ledger.store.refresh())
 
     appended = ledger.append_pending([pending], check=still_community)[0]
     return Recorded(appended.payloadDigest, appended.seq)
@@ -237,7 +237,7 @@ def _append(ledger: Ledger, pending: Pending, key_id: str) -> Recorded:
     """Append a revocation of ``key_id`` if the key is still valid inside the transaction."""
 
     def still_valid(session: sqlite3.Connection) -> None:
-        _managed(queries.keyring(session), key_id, ledger.store.refresh())
+        _managed(ledger.projections.keyring(), key_id, ledger.store.refresh())
 
     appended = ledger.append_pending([pending], check=still_valid)[0]
     return Recorded(appended.payloadDigest, appended.seq)

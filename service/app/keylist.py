@@ -1,7 +1,8 @@
 """The keys the log registered, as it knows them now: role and name (and whether the key chose
-its name itself), where it was registered and revoked or rotated away, and how many
-attestations it posted. The keyring's projection gives the key; the log gives the recording
-times and the registration's signer."""
+its name itself), where it was registered and revoked or rotated away, how many entries it
+signed and how many attestations it posted; and the entries a key signed, a page at a time. The
+projections give the key and who signed what; the log gives the recording times and the
+registration's signer."""
 
 from __future__ import annotations
 
@@ -16,7 +17,16 @@ from projections.keyring import KeyView
 from service.app.keyadmin import UnknownKeyId
 from service.errors import UsageError
 
-__all__ = ["At", "KeyPage", "KeyRecord", "key_page", "show_key"]
+__all__ = [
+    "At",
+    "KeyPage",
+    "KeyRecord",
+    "SignedEntry",
+    "SignedPage",
+    "key_page",
+    "show_key",
+    "signed_page",
+]
 
 
 class At(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -31,7 +41,7 @@ class At(msgspec.Struct, frozen=True, omit_defaults=True):
 class KeyRecord(msgspec.Struct, frozen=True, omit_defaults=True):
     """A key as the log knows it now: its role and name (``nameSelfChosen``: the key registered
     itself, so nobody vetted the name), where it was registered and revoked or rotated away,
-    how many attestations it posted, and where to list them."""
+    how many entries it signed and how many attestations it posted, and where to list each."""
 
     keyId: str
     role: str
@@ -39,13 +49,16 @@ class KeyRecord(msgspec.Struct, frozen=True, omit_defaults=True):
     nameSelfChosen: bool
     publicKey: str
     registered: At
+    entries: int
     attestations: int
     links: dict[str, str]
     revoked: At | None = None
     rotated: At | None = None
 
 
-def _record(log: LogReader, key: KeyView, counts: dict[str, int]) -> KeyRecord:
+def _record(
+    log: LogReader, key: KeyView, counts: dict[str, int], signed: dict[str, int]
+) -> KeyRecord:
     position = key.since - 1  # a key is valid from the entry after its registration
     leaf = log.leaf(position)
     entry = decode_leaf(leaf or b"", position=position)
@@ -60,8 +73,12 @@ def _record(log: LogReader, key: KeyView, counts: dict[str, int]) -> KeyRecord:
         nameSelfChosen=entry.envelope.signatures[0].keyid == key.keyId and position > 0,
         publicKey=key.publicKey,
         registered=At(position, entry.recordedAt),
+        entries=signed.get(key.keyId, 0),
         attestations=counts.get(key.keyId, 0),
-        links={"attestations": f"/v1/attestations?attester={key.keyId}"},
+        links={
+            "entries": f"/v1/keys/{key.keyId}/entries",
+            "attestations": f"/v1/attestations?attester={key.keyId}",
+        },
         revoked=ended if ended is not None and key.rotatedTo is None else None,
         rotated=ended if key.rotatedTo is not None else None,
     )
@@ -76,7 +93,9 @@ def show_key(conn: sqlite3.Connection, log: LogReader, key_id: str) -> KeyRecord
     key = queries.keyring(conn).get(key_id)
     if key is None:
         raise UnknownKeyId(f"no key {key_id}", keyId=key_id)
-    return _record(log, key, queries.attestation_counts(conn))
+    return _record(
+        log, key, queries.attestation_counts(conn), queries.signed_counts(conn, [key_id])
+    )
 
 
 class KeyPage(msgspec.Struct, frozen=True):
@@ -101,7 +120,57 @@ def key_page(
         (k for k in queries.keyring(conn).values() if k.since - 1 > start),
         key=lambda k: k.since,
     )
-    counts = queries.attestation_counts(conn)
-    items = [_record(log, key, counts) for key in keys[:limit]]
+    counts, signed = queries.attestation_counts(conn), queries.signed_counts(conn)
+    items = [_record(log, key, counts, signed) for key in keys[:limit]]
     more = len(keys) > limit
     return KeyPage(items, str(items[-1].registered.index) if more else None)
+
+
+class SignedEntry(msgspec.Struct, frozen=True):
+    """An entry a key signed: its position, type, subject and recording time (its leaf and
+    inclusion proof are at ``/v1/log/entries`` and ``/v1/log/proof/inclusion``)."""
+
+    index: int
+    type: str
+    subject: str
+    recordedAt: str
+
+
+class SignedPage(msgspec.Struct, frozen=True):
+    """A page of the entries a key signed, by position; ``next`` is the cursor for ``after``."""
+
+    keyId: str
+    items: list[SignedEntry]
+    next: str | None = None
+
+
+def signed_page(
+    conn: sqlite3.Connection,
+    log: LogReader,
+    key_id: str,
+    *,
+    after: str | None = None,
+    limit: int = 100,
+) -> SignedPage:
+    """At most ``limit`` entries that ``key_id`` signed after the position ``after``, oldest
+    first.
+
+    Raises:
+        UnknownKeyId: the log registered no such key.
+        UsageError: ``after`` is not a position.
+    """
+    if after is not None and not after.isdigit():
+        raise UsageError("after must be the position a previous page's `next` gave")
+    if key_id not in queries.keyring(conn):
+        raise UnknownKeyId(f"no key {key_id}", keyId=key_id)
+    positions = queries.signed_by(
+        conn, key_id, after=-1 if after is None else int(after), limit=limit + 1
+    )
+    more = len(positions) > limit
+    positions = positions[:limit]
+    headers = log.headers_at(positions)
+    items = [
+        SignedEntry(p, headers[p].type, headers[p].subject, headers[p].recorded_at)
+        for p in positions
+    ]
+    return SignedPage(key_id, items, str(positions[-1]) if more else None)

@@ -286,7 +286,7 @@ def register_key(ledger: Ledger, body: bytes, *, admit: Admit) -> Registered:
 
     def still_new(session: sqlite3.Connection) -> None:
         """Checked again in the append's transaction: another may have taken the name."""
-        _check_new(keyring(session), event, store.refresh())
+        _check_new(ledger.projections.keyring(), event, store.refresh())
 
     appended = ledger.append_pending([pending], check=still_new)[0]
     return Registered(event.keyId, event.name, event.role, appended.seq)

@@ -114,7 +114,7 @@ def withdraw_attestation(
     )
 
     def still_possible(session: sqlite3.Connection) -> None:
-        valid_signer(queries.keyring(session), keyid, store.refresh())
+        valid_signer(ledger.projections.keyring(), keyid, store.refresh())
         _not_withdrawn(session, attestation_id)
 
     appended = ledger.append_pending([pending], check=still_possible)[0]

@@ -5,7 +5,11 @@ from __future__ import annotations
 import argparse
 import gc
 import ipaddress
+import os
 import sys
+from typing import Any
+
+import msgspec
 
 from service.commands.base import Sub
 from service.config import Settings
@@ -46,6 +50,14 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
         metavar="IP",
         help="a reverse proxy whose X-Forwarded-For names the client (repeatable)",
     )
+    p.add_argument(
+        "--workers",
+        type=_workers,
+        default=1,
+        metavar="N",
+        help="server processes sharing the port and the data directory (default 1); each "
+        "checks requests on its own core, and one at a time appends to the log",
+    )
     p.set_defaults(handler=_serve)
 
     token = sub.add_parser("token", parents=[common], help="operator tokens")
@@ -62,6 +74,12 @@ def _count(text: str) -> int:
     return int(text)
 
 
+def _workers(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 64:
+        raise argparse.ArgumentTypeError(f"not a number of processes (1 to 64): {text!r}")
+    return int(text)
+
+
 def _address(text: str) -> str:
     try:
         return str(ipaddress.ip_address(text))
@@ -72,6 +90,7 @@ def _address(text: str) -> str:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from service.ledger import Ledger
     from service.web.app import create_app
 
     if args.demo:
@@ -91,12 +110,33 @@ def _serve(args: argparse.Namespace) -> int:
         limits=limits,
         trusted_proxies=tuple(args.trusted_proxies),
     )
+    options: dict[str, Any] = {"log_level": "warning", "access_log": False}
+    if args.workers > 1:
+        # Each worker process builds its own app from the settings (``app_from_environment``);
+        # the log's writes serialise across them in the database.
+        from service.web.app import SETTINGS_VARIABLE
+
+        Ledger.open(args.data).close()  # a missing or unusable data directory fails here, once
+        os.environ[SETTINGS_VARIABLE] = msgspec.json.encode(settings, enc_hook=str).decode()
+        sys.stderr.write(
+            f"benchproof: serving {args.data} on http://{args.host}:{args.port}"
+            f" with {args.workers} processes\n"
+        )
+        uvicorn.run(
+            "service.web.app:app_from_environment",
+            factory=True,
+            workers=args.workers,
+            host=args.host,
+            port=args.port,
+            **options,
+        )
+        return 0
     app = create_app(settings)
     # What is alive now (code, the app, caches' scaffolding) lives as long as the process:
     # moving it out of the collector's generations keeps its pauses short under load.
     gc.freeze()
     sys.stderr.write(f"benchproof: serving {args.data} on http://{args.host}:{args.port}\n")
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+    uvicorn.run(app, host=args.host, port=args.port, **options)
     return 0
 
 

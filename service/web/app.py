@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import gc
+import os
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from litestar import Litestar, Request, Response
 from litestar.datastructures import State
 from litestar.di import Provide
@@ -23,12 +26,17 @@ from service.logs import configure_logging
 from service.web import problems
 from service.web.api import API_HANDLERS
 from service.web.auth import TokenStore
+from service.web.deps import Services
 from service.web.limiting import Gate
 from service.web.middleware import RequestLog, head_as_get
 from service.web.pages import PAGE_HANDLERS, error_page
 from service.web.reads import Reader
 
-__all__ = ["create_app"]
+__all__ = ["SETTINGS_VARIABLE", "app_from_environment", "create_app"]
+
+SETTINGS_VARIABLE = "BENCHPROOF_SERVE_SETTINGS"
+"""The environment variable through which ``benchproof serve --workers N`` hands its settings
+(JSON) to each worker process."""
 
 HERE = Path(__file__).parent
 
@@ -63,8 +71,11 @@ def create_app(
     own = ledger is None
     ledger = ledger if ledger is not None else Ledger.open(settings.data, clock=clock or utcnow)
     reader = Reader(ledger.data.db)
-    limiter = RateLimiter(ledger.data.db, settings.limits, clock=lambda: ledger.clock().timestamp())
+    limiter = RateLimiter(
+        ledger.data.limits, settings.limits, clock=lambda: ledger.clock().timestamp()
+    )
     gate = Gate(limiter, settings.trusted_proxies)
+    services = Services(ledger, reader, gate)
 
     def on_shutdown() -> None:
         limiter.close()
@@ -76,6 +87,7 @@ def create_app(
         "ledger": Provide(lambda: ledger, use_cache=True, sync_to_thread=False),
         "settings": Provide(lambda: settings, use_cache=True, sync_to_thread=False),
         "gate": Provide(lambda: gate, use_cache=True, sync_to_thread=False),
+        "services": Provide(lambda: services, use_cache=True, sync_to_thread=False),
     }
     return BenchproofApp(
         route_handlers=[
@@ -112,5 +124,17 @@ def create_app(
             "Ledger": Ledger,
             "Settings": Settings,
             "Gate": Gate,
+            "Services": Services,
         },
     )
+
+
+def app_from_environment() -> Litestar:
+    """The app of one worker process of ``benchproof serve --workers N``, built from the
+    settings in ``SETTINGS_VARIABLE``."""
+    settings = msgspec.json.decode(
+        os.environ[SETTINGS_VARIABLE], type=Settings, dec_hook=lambda _type, value: Path(value)
+    )
+    app = create_app(settings)
+    gc.freeze()  # as ``benchproof serve`` does: what lives now lives as long as the process
+    return app

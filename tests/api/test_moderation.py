@@ -71,7 +71,11 @@ def test_keys_are_listed_with_what_they_did(world: World, attester: SigningKey) 
     shown = world.client.get(f"/v1/keys/{attester.key_id}").json()
     assert shown["role"] == "community" and shown["name"] == "attester"
     assert shown["nameSelfChosen"] is True and shown["attestations"] == 2
-    assert shown["links"] == {"attestations": f"/v1/attestations?attester={attester.key_id}"}
+    assert shown["entries"] == 3  # its registration and two attestations
+    assert shown["links"] == {
+        "entries": f"/v1/keys/{attester.key_id}/entries",
+        "attestations": f"/v1/attestations?attester={attester.key_id}",
+    }
     assert shown["registered"]["recordedAt"].startswith("2026-03-01T12:00:00")
     assert "revoked" not in shown and "rotated" not in shown
     listed = world.client.get(world.client.get(shown["links"]["attestations"]).url).json()
@@ -87,6 +91,44 @@ def test_keys_are_listed_with_what_they_did(world: World, attester: SigningKey) 
     assert [k["role"] for k in rest["items"]] == ["log", "community"] and rest["next"] is None
     problem(world.client.get("/v1/keys/" + "0" * 64), 404, "unknown-key-id")
     problem(world.client.get("/v1/keys?after=x"), 400, "bad-request")
+
+
+def test_every_entry_a_key_signed_is_counted_and_listed(
+    world: World, attester: SigningKey, token: str
+) -> None:
+    first = attest(world, attester, world.runs[0])
+    attest(world, attester, world.runs[1], kind="environment-note")
+    withdrawal = signed_event(AttestationWithdrawn(attestationId=first, reason="wrong"), attester)
+    post(world, f"/v1/attestations/{first}/withdrawal", 201, content=withdrawal)
+    post(
+        world,
+        f"/v1/attestations/{first}/hidden",
+        201,
+        json={"reason": "spam"},
+        headers=bearer(token),
+    )
+    listed = world.client.get(f"/v1/keys/{attester.key_id}/entries").json()
+    assert listed["keyId"] == attester.key_id and listed["next"] is None
+    assert [e["type"] for e in listed["items"]] == [
+        "key.registered.v1",
+        "attestation.posted.v1",
+        "attestation.posted.v1",
+        "attestation.withdrawn.v1",
+    ]
+    assert [e["subject"] for e in listed["items"][1:3]] == world.runs
+    assert world.client.get(f"/v1/keys/{attester.key_id}").json()["entries"] == 4
+    # The hiding is the index's: every other entry of the log is the index key's or the
+    # attester's.
+    keys = {k["role"]: k for k in world.client.get("/v1/keys").json()["items"]}
+    assert keys["index"]["entries"] + keys["community"]["entries"] == world.size()
+    assert keys["log"]["entries"] == 0  # the log key signs checkpoints, never an entry
+    page = world.client.get(f"/v1/keys/{attester.key_id}/entries?limit=3").json()
+    assert len(page["items"]) == 3 and page["next"] == str(page["items"][-1]["index"])
+    rest = world.client.get(f"/v1/keys/{attester.key_id}/entries?after={page['next']}").json()
+    assert [e["type"] for e in rest["items"]] == ["attestation.withdrawn.v1"]
+    problem(world.client.get("/v1/keys/" + "0" * 64 + "/entries"), 404, "unknown-key-id")
+    problem(world.client.get(f"/v1/keys/{attester.key_id}/entries?after=x"), 400, "bad-request")
+    check_log(world)
 
 
 def test_a_key_revokes_itself_and_then_cannot_attest(world: World, attester: SigningKey) -> None:

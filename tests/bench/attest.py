@@ -1,6 +1,6 @@
 """Issue 13: signed attestations accepted over HTTP per second, each verified (envelope, key,
 role, signature, schema, subject) and durably appended, with 16 concurrent clients (``wrk`` on
-loopback, one uvicorn worker, rate limits off), against the raw one-core Ed25519 verify rate
+loopback, rate limits off; one server process, then two: ``serve --workers 2``), against the raw one-core Ed25519 verify rate
 measured in the same run; and the fsyncs per second it took (one per committed transaction:
 the group commit shares one among the posts that arrive together).
 
@@ -60,12 +60,54 @@ def _post_all(url: str, path: str, bodies: list[bytes], folder: Path) -> tuple[f
     return run_wrk(url, script, str(CLIENTS))
 
 
+def _serve_and_post(
+    data: Path, run_digest: str, bodies: list[bytes], folder: Path, workers: int
+) -> tuple[int, int, float]:
+    """Entries appended, checkpoints committed, and p99 (ms) while ``wrk`` posts ``bodies`` to
+    ``benchproof serve --workers N`` for the run's seconds."""
+    port = _port()
+    server = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "benchproof"),
+            "serve",
+            "--data",
+            str(data),
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+            *("--limit-key-hour", "0", "--limit-key-day", "0"),
+            *("--limit-address-hour", "0", "--limit-address-day", "0"),
+        ],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        _wait(f"{base}/healthz", server)
+        log = SqliteLog.open_readonly(data / "benchproof.db")
+        before = log.refresh()
+        checkpoints = len(list(log.checkpoints()))
+        rps, p99 = _post_all(base, f"/v1/runs/{run_digest}/attestations", bodies, folder)
+        appended = log.refresh() - before
+        commits = len(list(log.checkpoints())) - checkpoints
+        log.close()
+    finally:
+        server.terminate()
+        server.wait(10)
+    if appended < rps * DURATION * 0.9 or appended > len(bodies):
+        raise RuntimeError(f"{appended} entries appended for {rps:.0f} posts/s")
+    return appended, commits, p99
+
+
 def main() -> None:
     if shutil.which("wrk") is None:
         print("attest (issue 13): skipped: wrk is not installed (apt-get install wrk)")
         return
-    print(f"attest (issue 13): POST attestations, wrk -t1 -c{CLIENTS} -d{DURATION}s, one worker")
+    print(f"attest (issue 13): POST attestations, wrk -t1 -c{CLIENTS} -d{DURATION}s")
     keys = [SigningKey.generate() for _ in range(CLIENTS)]
+    rows = []
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"
         ledger, _ = init_data_dir(data)
@@ -77,42 +119,19 @@ def main() -> None:
             ledger.append_pending(
                 [signed_event(key_registration(k, "community"), k.key_id, k) for k in keys]
             )
-        bodies = _bodies(run_digest, keys, BODIES)
-        port = _port()
-        server = subprocess.Popen(
-            [
-                str(Path(sys.executable).parent / "benchproof"),
-                "serve",
-                "--data",
-                str(data),
-                "--port",
-                str(port),
-                *("--limit-key-hour", "0", "--limit-key-day", "0"),
-                *("--limit-address-hour", "0", "--limit-address-day", "0"),
-            ],
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            base = f"http://127.0.0.1:{port}"
-            _wait(f"{base}/healthz", server)
-            log = SqliteLog.open_readonly(data / "benchproof.db")
-            before = log.refresh()
-            checkpoints = len(list(log.checkpoints()))
-            rps, p99 = _post_all(base, f"/v1/runs/{run_digest}/attestations", bodies, Path(tmp))
-            appended = log.refresh() - before
-            commits = len(list(log.checkpoints())) - checkpoints
-            log.close()
-        finally:
-            server.terminate()
-            server.wait(10)
-    if appended < rps * DURATION * 0.9 or appended > len(bodies):
-        raise RuntimeError(f"{appended} entries appended for {rps:.0f} posts/s")
+        bodies = _bodies(run_digest, keys, BODIES * 2)
+        for workers, part in ((1, bodies[:BODIES]), (2, bodies[BODIES:])):
+            rows.append((workers, *_serve_and_post(data, run_digest, part, Path(tmp), workers)))
     verify_rate = raw_rates(10000)[1]
-    rate = appended / DURATION
-    line("attestations accepted (verified, durably appended)", rate, "/s", f"p99 {p99:.1f} ms")
     line("raw Ed25519 verify, one core (1 KiB)", verify_rate, "verify/s")
-    line("  ratio to raw verify (target >= 0.3)", rate / verify_rate, "x")
-    line("fsyncs (committed transactions) per second", commits / DURATION, "/s")
-    line("  attestations per commit", appended / max(commits, 1), "")
+    for workers, appended, commits, p99 in rows:
+        rate = appended / DURATION
+        line(
+            f"attestations accepted, {workers} server process{'es' if workers > 1 else ''}",
+            rate,
+            "/s",
+            f"p99 {p99:.1f} ms",
+        )
+        line("  ratio to raw verify (target >= 0.3)", rate / verify_rate, "x")
+        line("  fsyncs (committed transactions) per second", commits / DURATION, "/s")
+        line("  attestations per commit", appended / max(commits, 1), "")

@@ -4,6 +4,7 @@ another's."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable
@@ -13,9 +14,11 @@ import msgspec
 import pytest
 
 from events.errors import LogError
-from events.types import ReportFiled
+from events.types import KeyRevoked, ReportFiled
+from keys import SigningKey
 from service.ledger import Ledger, pending_of
 from service.verification import verify_log
+from tests.builders import key_registration, signed_event
 
 RUN = "sha256:" + "ab" * 32
 
@@ -106,3 +109,65 @@ def test_a_check_sees_the_transaction_it_runs_in(ledger: Ledger) -> None:
         ledger.append_pending(
             [_report(3)], check=lambda _s: (_ for _ in ()).throw(ValueError("no"))
         )
+
+
+def test_posts_from_an_event_loop_share_the_writers_commit(ledger: Ledger) -> None:
+    """``append_pending_async``: the loop queues while the writer thread commits; what was
+    queued meanwhile is committed together, each request gets its own answer, and a refused
+    check fails only its own request."""
+    size = ledger.store.size
+    gate = threading.Event()
+
+    def refuse(_session: object) -> None:
+        raise PermissionError("refused")
+
+    async def main() -> list[Any]:
+        holder = asyncio.get_running_loop().run_in_executor(None, _holding_the_turn(ledger, gate))
+        await asyncio.sleep(0.1)  # the holder has the writer's turn
+        commits = ledger.group.commits
+        first = asyncio.ensure_future(ledger.append_pending_async([_report(0)]))
+        await asyncio.sleep(0.05)  # the loop's writer thread now waits for the turn
+        rest = [
+            asyncio.ensure_future(
+                ledger.append_pending_async([_report(i)], check=refuse if i == 3 else None)
+            )
+            for i in range(1, 6)
+        ]
+        gate.set()
+        await holder
+        results = await asyncio.gather(first, *rest, return_exceptions=True)
+        assert ledger.group.commits - commits == 3  # the holder; the first; the five together
+        return results
+
+    results = asyncio.run(main())
+    assert isinstance(results[3], PermissionError)
+    positions = [r[0].seq for i, r in enumerate(results) if i != 3]
+    assert positions == list(range(size + 1, size + 6))  # after the holder's, in queue order
+    assert verify_log(ledger.data.db).ok
+
+
+def test_a_check_sees_what_the_requests_before_it_in_the_group_changed(ledger: Ledger) -> None:
+    """Attestations and reports are appended together, but never past a request that changes
+    what checks read: a revocation queued before an attestation refuses it, one queued after
+    lets it in first."""
+    key = SigningKey.generate()
+    ledger.append_pending([signed_event(key_registration(key, "community"), key.key_id, key)])
+
+    def key_valid(_session: object) -> None:
+        view = ledger.projections.keyring()[key.key_id]
+        if not view.valid_at(ledger.store.refresh()):
+            raise PermissionError("revoked")
+
+    revoke = pending_of(KeyRevoked(keyId=key.key_id, reason="lost"), key.key_id)
+    gate = threading.Event()
+    calls = [
+        _holding_the_turn(ledger, gate),
+        lambda: ledger.append_pending([_report(1)], check=key_valid),  # before: appended
+        lambda: ledger.append_pending([revoke]),
+        lambda: ledger.append_pending([_report(2)], check=key_valid),  # after: refused
+    ]
+    threading.Timer(0.3, gate.set).start()
+    results = _in_threads(calls)
+    assert isinstance(results[3], PermissionError)
+    assert results[1][0].seq < results[2][0].seq
+    assert verify_log(ledger.data.db).ok

@@ -12,7 +12,7 @@ which must end the route; the suffix picks the resource."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from litestar import Request, Response, post
@@ -23,14 +23,14 @@ from service.app.attest import Posted
 from service.errors import NotFound
 from service.ledger import Ledger
 from service.web.api import attestations, groups, keys, log, operator, reports, runs
-from service.web.deps import LedgerDep, ReaderDep
-from service.web.limiting import GateDep, Quota
+from service.web.deps import ServicesDep
+from service.web.limiting import Quota
 from service.web.params import RUN_ERRORS, problem
 from service.web.reads import Reader
 
 __all__ = ["API_HANDLERS"]
 
-_POSTS: dict[str, Callable[[Ledger, Reader, Quota, str, bytes], Response[bytes]]] = {
+_POSTS: dict[str, Callable[[Ledger, Reader, Quota, str, bytes], Awaitable[Response[bytes]]]] = {
     "/attestations": attestations.post_on_run,
     "/reports": reports.post_on_run,
 }
@@ -39,7 +39,6 @@ _POSTS: dict[str, Callable[[Ledger, Reader, Quota, str, bytes], Response[bytes]]
 @post(
     "/v1/runs/{ref:path}",
     tags=["runs"],
-    sync_to_thread=True,
     responses={
         201: ResponseSpec(
             Posted,
@@ -53,11 +52,9 @@ _POSTS: dict[str, Callable[[Ledger, Reader, Quota, str, bytes], Response[bytes]]
         429: problem("Over a rate limit (Retry-After says when to try again)"),
     },
 )
-def run_post(
+async def run_post(
     request: Request[Any, Any, Any],
-    ledger: LedgerDep,
-    reader: ReaderDep,
-    gate: GateDep,
+    services: ServicesDep,
     ref: FromPath[str],
     body: RawBody,
 ) -> Response[bytes]:
@@ -67,7 +64,9 @@ def run_post(
     ref = ref.lstrip("/")
     for suffix, answer in _POSTS.items():
         if ref.endswith(suffix):
-            return answer(ledger, reader, gate.quota(request), ref.removesuffix(suffix), body)
+            quota = services.gate.quota(request)
+            reference = ref.removesuffix(suffix)
+            return await answer(services.ledger, services.reader, quota, reference, body)
     raise NotFound("POST /v1/runs/{ref} takes …/attestations or …/reports")
 
 

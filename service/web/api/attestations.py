@@ -29,13 +29,17 @@ _ENC = msgspec.json.Encoder()
 SCHEMA_MEDIA = "application/schema+json"
 
 
-def post_on_run(
+async def post_on_run(
     ledger: Ledger, reader: Reader, quota: Quota, ref: str, body: bytes
 ) -> Response[bytes]:
     """``POST /v1/runs/{ref}/attestations``: 201 with where the attestation landed, its signed
     checkpoint and inclusion proof; 200 with the same when the log held it already. Counted
-    against the attester's key and the client address once the signature verified."""
-    posting = attest.post_attestation(ledger, ref, body, admit=quota.admit, reads=reader.log)
+    against the attester's key and the client address once the signature verified. Checked on
+    the event loop's thread (no thread per request: a post is mostly one signature check and a
+    few index lookups), committed by the group commit's writer thread meanwhile."""
+    posting = await attest.post_attestation_async(
+        ledger, ref, body, admit=quota.admit, reads=reader.log
+    )
     reader.invalidate()
     return Response(
         _ENC.encode(posting.posted),

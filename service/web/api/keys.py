@@ -1,7 +1,8 @@
 """``/v1/keys``: community keys register themselves. ``POST /v1/keys/challenges`` issues a
 single-use challenge for a key id; ``POST /v1/keys`` takes the key's own DSSE envelope over a
 ``key.registered.v1`` event naming it (proof of possession). ``GET /v1/keys`` and
-``/v1/keys/{id}`` show what the log knows of each key; ``POST /v1/keys/{id}/revocation`` revokes
+``/v1/keys/{id}`` show what the log knows of each key, ``/v1/keys/{id}/entries`` the entries it
+signed; ``POST /v1/keys/{id}/revocation`` revokes
 a key (its own envelope, or an operator's token), ``POST /v1/keys/{id}/grants`` gives a community
 key the rerunner role (operators only). The public writes count against the rate limits."""
 
@@ -109,8 +110,34 @@ async def key_show(
     request: Request[Any, Any, Any], reader: ReaderDep, key_id: FromPath[str]
 ) -> Response[bytes]:
     """One key: role, name (``nameSelfChosen`` when it registered itself), registered at,
-    revoked or rotated at, how many attestations it posted and where to list them."""
+    revoked or rotated at, how many entries it signed and attestations it posted, and where
+    to list each."""
     body = _ENC.encode(keylist.show_key(reader.conn, reader.log, key_id))
+    return respond(request, body, etag_of(body), pinned=False)
+
+
+@get(
+    "/v1/keys/{key_id:str}/entries",
+    tags=["keys"],
+    responses={
+        **answer(keylist.SignedPage, "A page of the entries the key signed"),
+        **BAD_REQUEST,
+        404: problem("No key has this id"),
+    },
+)
+async def key_entries(
+    request: Request[Any, Any, Any],
+    reader: ReaderDep,
+    key_id: FromPath[str],
+    after: Annotated[
+        str | None, QueryParameter(description="keyset cursor: a previous page's `next`")
+    ] = None,
+    limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
+) -> Response[bytes]:
+    """The entries the key signed (every kind: registrations, attestations, withdrawals,
+    reruns; for the index key, the index's own events), oldest first, a page at a time."""
+    page = keylist.signed_page(reader.conn, reader.log, key_id, after=after, limit=limit)
+    body = _ENC.encode(page)
     return respond(request, body, etag_of(body), pinned=False)
 
 
@@ -172,4 +199,4 @@ def grant(
     return recorded
 
 
-HANDLERS = [challenge, register, key_list, key_show, revocation, grant]
+HANDLERS = [challenge, register, key_list, key_show, key_entries, revocation, grant]

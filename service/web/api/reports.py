@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import msgspec
 from litestar import Response
+from litestar.concurrency import sync_to_thread
 from litestar.params import FromPath, RawBody
 
 from service.app import moderation, report
@@ -23,13 +24,14 @@ __all__ = ["HANDLERS", "post_on_run"]
 _ENC = msgspec.json.Encoder()
 
 
-def post_on_run(
+async def post_on_run(
     ledger: Ledger, reader: Reader, quota: Quota, ref: str, body: bytes
 ) -> Response[bytes]:
     """``POST /v1/runs/{ref}/reports`` with ``{"reason", "text"}``: 201 ``{"id", "index"}``;
-    200 with the same when the log held that report already."""
+    200 with the same when the log held that report already (in a worker thread: it waits for
+    the writer)."""
     quota.anonymous()
-    filed, new = report.file_report(ledger, ref, body)
+    filed, new = await sync_to_thread(report.file_report, ledger, ref, body)
     reader.invalidate()
     return Response(
         _ENC.encode(filed), status_code=201 if new else 200, media_type="application/json"
