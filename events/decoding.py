@@ -8,7 +8,8 @@ verified envelope.
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Annotated, Any
 
 import msgspec
 
@@ -18,8 +19,11 @@ from events.types import (
     EVENT_DECODER,
     AnyEvent,
     AttestationPosted,
+    Correctness,
+    Harness,
     Measured,
     RerunCompleted,
+    RerunCompletedV2,
     RunIngested,
     event_tag,
 )
@@ -62,9 +66,20 @@ class _RerunPredicate(msgspec.Struct, frozen=True):
     toleranceVersion: str | None = None
 
 
+class _RerunPredicateV2(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The rerun predicate v2: measurements only. A verdict of the rerunner's own (such as
+    ``withinTolerance``) is an unknown field, so the statement is malformed."""
+
+    requestId: Annotated[str, msgspec.Meta(pattern=r"^sha256:[0-9a-f]{64}\Z")]
+    samples: Annotated[tuple[Annotated[float, msgspec.Meta(gt=0)], ...], msgspec.Meta(min_length=1)]
+    correctness: Correctness
+    environment: dict[str, Any]
+    harness: Harness
+
+
 def statement_event(
     entry_type: str, payload: bytes, signer: str
-) -> AttestationPosted | RerunCompleted:
+) -> AttestationPosted | RerunCompleted | RerunCompletedV2:
     """Read an in-toto statement as the event ``entry_type`` names.
 
     Raises:
@@ -103,6 +118,22 @@ def statement_event(
             measured=result.measured,
             requestId=result.requestId,
             toleranceVersion=result.toleranceVersion,
+        )
+    if entry_type == "rerun.completed.v2":
+        try:
+            v2 = msgspec.convert(statement.predicate, _RerunPredicateV2)
+        except msgspec.ValidationError as exc:
+            raise InvalidStatement(f"rerun predicate: {exc}") from None
+        if not all(math.isfinite(x) for x in v2.samples):
+            raise InvalidStatement("rerun predicate: every sample must be finite")
+        return RerunCompletedV2(
+            runDigest=run_digest,
+            requestId=v2.requestId,
+            rerunner=signer,
+            samples=v2.samples,
+            correctness=v2.correctness,
+            environment=v2.environment,
+            harness=v2.harness,
         )
     raise InvalidStatement(f"an in-toto statement cannot be a {entry_type} entry")
 

@@ -140,6 +140,7 @@ DIGEST_NAMED = frozenset(
         "rerun.requested.v1",
         "rerun.claimed.v1",
         "rerun.completed.v1",
+        "rerun.completed.v2",
         "citation.notarized.v1",
     }
 )

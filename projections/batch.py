@@ -19,7 +19,9 @@ from events.entries import StoredEntry
 from events.types import (
     AnyEvent,
     ManifestRecorded,
+    PolicyChanged,
     RerunCompleted,
+    RerunCompletedV2,
     RunIngested,
     RunRetracted,
     RunSuperseded,
@@ -30,6 +32,7 @@ from projections.keyring import KeyView, fold_keys
 from projections.records import Insert, Manifest, Update, record_ops
 from projections.rows import RowStore
 from projections.runs import Context, carried_manifests, fold_run
+from projections.tolerance import POLICY_NAME, TolerancePolicy, policy_from
 from projections.views import Direction, GroupView, LeaderChange, Member, RunView
 
 __all__ = ["RUN_SUBJECTS", "Batch", "GroupSeed"]
@@ -70,9 +73,16 @@ class Batch:
     does); and ``flush`` (what it writes).
     """
 
-    def __init__(self, store: RowStore, keys: Mapping[str, KeyView]) -> None:
+    def __init__(
+        self,
+        store: RowStore,
+        keys: Mapping[str, KeyView],
+        tolerance: TolerancePolicy | None = None,
+    ) -> None:
         self.store = store
         self.keys = keys
+        # The tolerance policy in force (carried from the batch before, or read back).
+        self.tolerance = tolerance if tolerance is not None else store.tolerance_policy()
         self.keys_changed = False
         self.keys_at = 0  # the tree size after the last entry that changed the keyring
         self.changes = RowChanges()
@@ -169,13 +179,20 @@ class Batch:
             EventError: the entry does not decode.
         """
         event = decode_event(entry)
+        role = self.role(entry.signer, entry.seq)
+        signer = self.keys.get(entry.signer)
         ctx = Context(
             entry.seq,
             entry.recordedAt,
-            self.role(entry.signer, entry.seq),
+            role,
             entry.payload_digest,
             entry.signer,
+            signer.name if signer is not None else "",
+            self.tolerance,
         )
+        if type(event) is PolicyChanged and event.policy == POLICY_NAME and role == "index":
+            # In force from the next entry on; a policy whose parameters are not one is void.
+            self.tolerance = policy_from(event.version, event.parameters) or self.tolerance
         if entry.type.startswith("key."):  # only key events change the keyring
             keys = fold_keys(self.keys, event, entry.seq, entry.signer)
             if keys is not self.keys:
@@ -196,7 +213,7 @@ class Batch:
                 return sorted(targets)
             case ManifestRecorded():
                 return sorted(self.waiters(event.digest))
-            case RunSuperseded() | RunRetracted() | RerunCompleted():
+            case RunSuperseded() | RunRetracted() | RerunCompleted() | RerunCompletedV2():
                 return [event.runDigest]
             case _:
                 return []

@@ -2,7 +2,8 @@
 
 ``reported`` (as published) -> ``reproducible`` (source available, identity complete, raw
 evidence present) -> ``verified`` (an index-controlled rerun, signed by a rerunner key, passed
-correctness and matched the reported primary value within the protocol's tolerance) ->
+correctness and matched the reported primary value within the tolerance policy in force at its
+position, as the index judges it from what was measured: ``projections.tolerance``) ->
 ``replicated`` (two or more independent rerunner identities verified it). A rerun that fails
 correctness or misses the tolerance makes the run ``disputed`` (and it stays disputed: a later
 passing rerun does not erase a failed one; both are shown). ``retracted`` and ``superseded`` end
@@ -40,12 +41,14 @@ def evidence_of(view: RunView) -> tuple[EvidenceLevel, str]:
             why = (
                 f"measured {_number(r.value)} {r.unit or ''} against the reported "
                 f"{_number(view.primaryValue)} {view.primaryUnit or ''}, outside the tolerance"
+                + (f" ({r.why}; policy {r.policyVersion})" if r.why else "")
             )
         return (
             "disputed",
             f"An index-controlled rerun (key {r.rerunner[:12]}, entry {r.seq}) {why}.",
         )
-    verifiers = sorted({r.rerunner for r in view.reruns})
+    # An identity is a registered name: a rotated key keeps its name, so it never counts twice.
+    verifiers = sorted({r.identity or r.rerunner for r in view.reruns})
     if len(verifiers) >= 2:
         return "replicated", f"Verified by {len(verifiers)} independent rerunner identities."
     if verifiers:

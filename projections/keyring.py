@@ -24,6 +24,7 @@ from events.types import (
     ReportResolved,
     RerunClaimed,
     RerunCompleted,
+    RerunCompletedV2,
     RerunRequested,
     RunIngested,
     RunRetracted,
@@ -115,6 +116,7 @@ def fold_keys(
             | RerunRequested()
             | RerunClaimed()
             | RerunCompleted()
+            | RerunCompletedV2()
             | PolicyChanged()
             | CitationNotarized()
         ):

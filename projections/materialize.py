@@ -31,7 +31,9 @@ __all__ = ["FORMAT", "Materializer"]
 # 5: p_attestations keeps a withdrawal's and a hiding's reasons apart.
 # 6: p_state records where the keyring last changed (``keys``); p_signed and p_signers hold
 #    who signed each entry.
-FORMAT = 6
+# 7: reruns are judged by the index (tolerance policy), never by their own flag; v2 reruns;
+#    policies only from the index; a rerunner's identity is its registered name.
+FORMAT = 7
 
 
 class Materializer:

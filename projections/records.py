@@ -24,6 +24,7 @@ from events.types import (
     ReportResolved,
     RerunClaimed,
     RerunCompleted,
+    RerunCompletedV2,
     RerunRequested,
     RunIngested,
     RunRetracted,
@@ -147,7 +148,7 @@ def record_ops(event: AnyEvent, ctx: Context, carried: dict[str, dict[str, Any]]
                 _ENC.encode(event),
             )
             return (Insert("p_reruns", row),)
-        case RerunCompleted():
+        case RerunCompleted() | RerunCompletedV2():
             row = (
                 ctx.payloadDigest,
                 event.runDigest,
@@ -170,6 +171,8 @@ def record_ops(event: AnyEvent, ctx: Context, carried: dict[str, dict[str, Any]]
             )
             return (Insert("p_citations", row),)
         case PolicyChanged():
+            if ctx.signerRole != "index":  # only the index sets a policy
+                return ()
             return (
                 Insert(
                     "p_policies", (event.policy, at, event.version, _ENC.encode(event.parameters))

@@ -18,6 +18,7 @@ from projections import schema
 from projections.changes import RowChanges
 from projections.keyring import KeyView
 from projections.queries import keyring
+from projections.tolerance import DEFAULT_POLICY, POLICY_NAME, TolerancePolicy, policy_from
 from projections.views import GroupView, LeaderChange, Member, RunView
 
 __all__ = ["LoadedGroup", "RowStore"]
@@ -54,6 +55,18 @@ class RowStore:
     def keys(self) -> dict[str, KeyView]:
         """Every key the projection knows."""
         return keyring(self.conn)
+
+    def tolerance_policy(self) -> TolerancePolicy:
+        """The tolerance policy in force after the rows written so far: the latest valid one
+        the index recorded, or the built-in default (a log from before policies)."""
+        for version, parameters in self.conn.execute(
+            "SELECT version, parameters FROM p_policies WHERE policy = ? ORDER BY valid_from DESC",
+            (POLICY_NAME,),
+        ):
+            policy = policy_from(version, msgspec.json.decode(parameters))
+            if policy is not None:
+                return policy
+        return DEFAULT_POLICY
 
     def current_run(self, digest: str) -> RunView | None:
         """The current view of one run, if the database holds it."""

@@ -34,6 +34,7 @@ from events.types import (
     ReportResolved,
     RerunClaimed,
     RerunCompleted,
+    RerunCompletedV2,
     RerunRequested,
     RunIngested,
     RunRetracted,
@@ -42,6 +43,7 @@ from events.types import (
 )
 from projections.evidence import evidence_of, with_evidence
 from projections.resolve import resolve, resolved_fields
+from projections.tolerance import DEFAULT_POLICY, TolerancePolicy, judge, to_ns
 from projections.views import Direction, EvidenceLevel, Rerun, RunView
 
 __all__ = ["Context", "carried_manifests", "direction_of", "fold_run", "referenced"]
@@ -57,6 +59,8 @@ class Context(msgspec.Struct, frozen=True):
     signerRole: str | None = None
     payloadDigest: str = ""
     signer: str = ""  # the key id that signed the entry
+    signerName: str = ""  # its registered name: the identity of a rerunner
+    tolerance: TolerancePolicy = DEFAULT_POLICY  # the tolerance policy in force at the entry
 
 
 _HIGHER_IS_BETTER_UNITS = frozenset(
@@ -211,6 +215,67 @@ def _fresh(fields: dict[str, Any]) -> RunView:
     return RunView(**fields)
 
 
+def _rerun(view: RunView, event: RerunCompleted | RerunCompletedV2, ctx: Context) -> Rerun:
+    """A completed rerun as the index judges it: its samples (v2) or its one measured value
+    (v1, whose own ``withinTolerance`` is not trusted) against the run's reported primary value,
+    by the tolerance policy in force at its position."""
+    reported = to_ns(view.primaryValue, view.primaryUnit)
+    family = view.group_key
+    if isinstance(event, RerunCompletedV2):
+        judged = judge(event.samples, reported, ctx.tolerance, family)
+        return Rerun(
+            seq=ctx.seq,
+            rerunner=event.rerunner,
+            correctnessPassed=event.correctness.passed,
+            withinTolerance=judged.within,
+            metric=view.primaryMetric,
+            statistic=judged.statistic,
+            unit="ns",
+            value=judged.measuredNs,
+            identity=ctx.signerName or None,
+            policyVersion=judged.policyVersion,
+            reportedNs=reported,
+            why=judged.why or None,
+            samples=event.samples,
+            correctnessDetail=event.correctness.detail or None,
+            requestId=event.requestId,
+            harness=f"{event.harness.name} {event.harness.version}",
+            environment=event.environment,
+        )
+    measured = event.measured
+    value = to_ns(measured.value, measured.unit) if measured is not None else None
+    # One measured value stands for the statistic the policy names: it is held against the
+    # margin as it is (a v1 rerun carries no samples to count).
+    judged = judge(
+        () if value is None else (value,),
+        reported,
+        msgspec.structs.replace(
+            ctx.tolerance,
+            default=msgspec.structs.replace(ctx.tolerance.default, minSamples=1),
+            families={
+                k: msgspec.structs.replace(t, minSamples=1)
+                for k, t in ctx.tolerance.families.items()
+            },
+        ),
+        family,
+    )
+    return Rerun(
+        seq=ctx.seq,
+        rerunner=event.rerunner,
+        correctnessPassed=event.correctnessPassed,
+        withinTolerance=judged.within,
+        metric=measured.metric if measured else None,
+        statistic=measured.statistic if measured else None,
+        unit=measured.unit if measured else None,
+        value=measured.value if measured else None,
+        identity=ctx.signerName or None,
+        policyVersion=judged.policyVersion,
+        reportedNs=reported,
+        why=(judged.why or None) if value is not None else "no measured time",
+        requestId=event.requestId,
+    )
+
+
 def fold_run(digest: str, view: RunView | None, event: AnyEvent, ctx: Context) -> RunView | None:
     """The run ``digest`` after ``event`` (None while the run is not in the log)."""
     match event:
@@ -235,20 +300,10 @@ def fold_run(digest: str, view: RunView | None, event: AnyEvent, ctx: Context) -
             if view is None or event.runDigest != digest or view.retractedReason is not None:
                 return view
             return with_evidence(_replace(view, retractedReason=event.reason))
-        case RerunCompleted():
+        case RerunCompleted() | RerunCompletedV2():
             if view is None or event.runDigest != digest or ctx.signerRole != "rerunner":
                 return view
-            measured = event.measured
-            rerun = Rerun(
-                seq=ctx.seq,
-                rerunner=event.rerunner,
-                correctnessPassed=event.correctnessPassed,
-                withinTolerance=event.withinTolerance,
-                metric=measured.metric if measured else None,
-                statistic=measured.statistic if measured else None,
-                unit=measured.unit if measured else None,
-                value=measured.value if measured else None,
-            )
+            rerun = _rerun(view, event, ctx)
             return with_evidence(_replace(view, reruns=(*view.reruns, rerun)))
         case (
             AttestationPosted()

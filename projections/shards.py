@@ -11,7 +11,8 @@ Runs depend on each other in only a few ways, and each is covered:
 - every entry whose subject is a run (run.*, rerun.*) is folded and recorded by its run's shard;
   every other entry is recorded by shard 0 (attestations, reports, citations, sources,
   policies, manifests recorded on their own, keys);
-- key events are folded by every shard (a rerun's signer must hold the rerunner role);
+- key and policy events are folded by every shard (a rerun's signer must hold the rerunner
+  role; a rerun is judged by the tolerance policy in force at its position);
 - a manifest that runs wait on may arrive with any run, or on its own: a shard that has waiting
   runs reads every run.ingested and manifest.recorded entry for them;
 - a group's members come from every shard: each shard sends its member changes to the calling
@@ -46,7 +47,14 @@ from events.bulk import paused_gc
 from events.entries import StoredEntry, read_entry
 from events.errors import EventError, LogCorrupted, LogError
 from events.stores.sqlite import SqliteLog
-from events.types import AnyEvent, RerunCompleted, RunIngested, RunRetracted, RunSuperseded
+from events.types import (
+    AnyEvent,
+    RerunCompleted,
+    RerunCompletedV2,
+    RunIngested,
+    RunRetracted,
+    RunSuperseded,
+)
 from projections import schema
 from projections.batch import RUN_SUBJECTS, Batch, GroupSeed
 from projections.groups import MemberChange
@@ -54,6 +62,7 @@ from projections.keyring import KeyView
 from projections.materialize import FORMAT, Materializer
 from projections.rows import RowStore
 from projections.runs import Context
+from projections.tolerance import TolerancePolicy
 from projections.views import Direction
 
 __all__ = [
@@ -142,14 +151,24 @@ Change = tuple[int, str, int, str, MemberChange, _Seed]
 
 
 _WAITED_ON = ("run.ingested.v1", "manifest.recorded.v1")
+# Folded by every shard: the keyring (a rerun's signer must hold the rerunner role) and the
+# policies (a rerun is judged by the tolerance policy in force at its position).
+_EVERY_SHARD = ("key.", "policy.")
 
 
 class _ShardBatch(Batch):
     """A batch of one shard: folds only the runs of its shard, records only the entries it
     owns, and keeps its member changes for the group fold instead of folding groups."""
 
-    def __init__(self, store: RowStore, keys: dict[str, KeyView], shard: int, workers: int) -> None:
-        super().__init__(store, keys)
+    def __init__(
+        self,
+        store: RowStore,
+        keys: dict[str, KeyView],
+        shard: int,
+        workers: int,
+        tolerance: TolerancePolicy | None,
+    ) -> None:
+        super().__init__(store, keys, tolerance)
         self.shard, self.workers = shard, workers
         self.owned = False
         self.member_changes: list[Change] = []
@@ -162,7 +181,10 @@ class _ShardBatch(Batch):
     def targets(self, event: AnyEvent, carried: dict[str, Any]) -> list[str]:
         if (
             self.owned
-            and isinstance(event, RunIngested | RunSuperseded | RunRetracted | RerunCompleted)
+            and isinstance(
+                event,
+                RunIngested | RunSuperseded | RunRetracted | RerunCompleted | RerunCompletedV2,
+            )
             and shard_of(event.runDigest, self.workers) != self.shard
         ):
             raise Unshardable(f"a {type(event).__name__} entry's subject is not its run")
@@ -203,6 +225,7 @@ def _fold_shard(
     conn = open_scratch(out)
     store = RowStore(conn)
     keys: dict[str, KeyView] = {}
+    tolerance: TolerancePolicy | None = None  # carried: only shard 0 records the policies
     count = 0
     with contextlib.closing(SqliteLog.open_readonly(log)) as db:
         # An entry's route, from its type and subject columns: the leaf itself is read only
@@ -211,7 +234,7 @@ def _fold_shard(
         rows = db.shard_rows(size, shard, workers)
         conn.execute("BEGIN")
         while chunk := list(islice(rows, batch)):
-            b = _ShardBatch(store, keys, shard, workers)
+            b = _ShardBatch(store, keys, shard, workers, tolerance)
             subjects = [
                 subject
                 for _, kind, subject, leaf in chunk
@@ -220,7 +243,7 @@ def _fold_shard(
             b.preload(subjects)
             for seq, kind, subject, leaf in chunk:
                 owned = leaf is not None and (kind.startswith(RUN_SUBJECTS) or shard == 0)
-                if leaf is not None and (owned or kind.startswith("key.")):
+                if leaf is not None and (owned or kind.startswith(_EVERY_SHARD)):
                     entry = read_entry(leaf, position=seq)
                 elif kind in _WAITED_ON and b.has_waiting():
                     # Another shard's run may bring what one of ours waits on.
@@ -237,7 +260,7 @@ def _fold_shard(
                     )
                 b.apply_owned(entry, owned)
             b.flush()
-            keys = dict(b.keys)
+            keys, tolerance = dict(b.keys), b.tolerance
             count += len(chunk)
             send(b.member_changes)
         conn.execute("COMMIT")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -13,7 +13,10 @@ Direction = Literal["lower", "higher"]
 
 
 class Rerun(msgspec.Struct, frozen=True, omit_defaults=True):
-    """One completed index-controlled rerun, as the run's dossier shows it."""
+    """One completed index-controlled rerun, as the run's dossier shows it. ``withinTolerance``
+    is the index's judgement (``projections.tolerance``) under ``policyVersion``, never the
+    rerunner's; ``value`` is what it measured (``statistic``, in ``unit``), ``reportedNs`` the
+    run's reported value it was held against, ``why`` what missed."""
 
     seq: int
     rerunner: str
@@ -23,6 +26,15 @@ class Rerun(msgspec.Struct, frozen=True, omit_defaults=True):
     statistic: str | None = None
     unit: str | None = None
     value: float | None = None
+    identity: str | None = None  # the rerunner key's registered name (a rotated key keeps it)
+    policyVersion: str | None = None
+    reportedNs: float | None = None
+    why: str | None = None
+    samples: tuple[float, ...] = ()
+    correctnessDetail: str | None = None
+    requestId: str | None = None
+    harness: str | None = None
+    environment: dict[str, Any] | None = None
 
 
 class RunView(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):

@@ -23,12 +23,13 @@ from events.entries import Pending
 from events.errors import LogError
 from events.port import Appended, stored_entries
 from events.stores.sqlite import SqliteLog
-from events.types import EVENT_ENCODER, Event, KeyRegistered, event_tag
+from events.types import EVENT_ENCODER, Event, KeyRegistered, PolicyChanged, event_tag
 from keys import KeyFileError, SigningKey, generate_key_file, load_private_key
 from keys.notekeys import valid_key_name
 from projections.materialize import Materializer
 from projections.queries import KeyringCache, keyring
 from projections.shards import Unshardable, open_rebuilt, rebuild_in_one, rebuild_sharded
+from projections.tolerance import DEFAULT_POLICY, POLICY_NAME
 from service.config import DEFAULT_ORIGIN, DataDir
 from service.errors import NotInitialised, UsageError
 from service.groupcommit import GroupCommit, Request
@@ -332,11 +333,21 @@ def _key_event(key: SigningKey, role: str, name: str) -> tuple[Event, str]:
     return KeyRegistered(keyId=key.key_id, publicKey=public, role=role, name=name), key.key_id  # type: ignore[arg-type]
 
 
+def _default_tolerance() -> tuple[Event, str]:
+    """The tolerance policy every log starts with (``projections.tolerance.DEFAULT_POLICY``)."""
+    policy = DEFAULT_POLICY
+    event = PolicyChanged(
+        policy=POLICY_NAME, version=policy.version, parameters=policy.parameters()
+    )
+    return event, POLICY_NAME
+
+
 def init_data_dir(
     root: Path, *, origin: str | None = None, clock: Clock = utcnow
 ) -> tuple[Ledger, bool]:
     """Create (or reuse) a data directory: keys (0600), database, and the genesis entries that
-    register the index key (self-signed) and the log key. Idempotent.
+    register the index key (self-signed) and the log key, and record the default tolerance
+    policy. Idempotent.
 
     Returns the open ledger and whether anything was created.
 
@@ -382,6 +393,7 @@ def init_data_dir(
             [
                 _key_event(keys["index"], "index", "index"),
                 _key_event(keys["log"], "log", store.origin),
+                _default_tolerance(),
             ]
         )
         created = True

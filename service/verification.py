@@ -46,6 +46,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "attestation.withdrawn.v1": frozenset({"community", "rerunner"}),
     "rerun.claimed.v1": frozenset({"rerunner"}),
     "rerun.completed.v1": frozenset({"rerunner"}),
+    "rerun.completed.v2": frozenset({"rerunner"}),
 }
 
 

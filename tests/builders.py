@@ -218,6 +218,30 @@ def rerun(
     )
 
 
+def rerun_v2(
+    run_digest: str,
+    key: SigningKey,
+    samples: list[float],
+    *,
+    passed: bool = True,
+    request_id: str = "sha256:" + "0" * 64,
+    **extra: Any,
+) -> Pending:
+    """A ``rerun.completed.v2`` statement: raw samples (ns), no verdict (``extra`` adds fields
+    to the predicate, e.g. a verdict the server must refuse)."""
+    predicate = {
+        "requestId": request_id,
+        "samples": samples,
+        "correctness": {"passed": passed, "detail": "max abs error 1e-7 against float64"},
+        "environment": {"cpu": {"model": "Test CPU", "architecture": "x86_64"}},
+        "harness": {"name": "test-harness", "version": "1"},
+        **extra,
+    }
+    return statement(
+        "rerun.completed.v2", run_digest, "https://benchproof.dev/rerun/v2", predicate, key
+    )
+
+
 def attestation(run_digest: str, key: SigningKey, text: str = "reproduced") -> Pending:
     return statement(
         "attestation.posted.v1",

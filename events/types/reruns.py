@@ -1,16 +1,23 @@
 """Index-controlled reruns: the only events that raise (or dispute) a run's evidence level.
 
 A completed rerun is a DSSE envelope over an in-toto Statement v1 signed by a ``rerunner`` key;
-``RerunCompleted`` is how a fold sees it, with the rerunner's key id from the envelope.
+``RerunCompleted`` (v1) and ``RerunCompletedV2`` are how a fold sees one, with the rerunner's key
+id from the envelope. Version 2 carries what was measured (the raw samples of the primary
+statistic, in ns), the correctness outcome, the environment and the harness, and no verdict: the
+index judges the samples against the tolerance policy in force. A v1 entry's own
+``withinTolerance`` is never trusted either (the index judges its measured value).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import msgspec
 
 from events.types.base import Event, KeyId, Sha256
 
 RERUN_PREDICATE = "https://benchproof.dev/rerun/v1"
+RERUN_PREDICATE_V2 = "https://benchproof.dev/rerun/v2"
 
 
 class Measured(msgspec.Struct, frozen=True):
@@ -47,4 +54,32 @@ class RerunCompleted(Event, frozen=True, tag="rerun.completed.v1", omit_defaults
     toleranceVersion: str | None = None
 
 
-RerunEvent = RerunRequested | RerunClaimed | RerunCompleted
+class Correctness(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The harness's correctness check: passed or not, and what it compared."""
+
+    passed: bool
+    detail: str = ""
+
+
+class Harness(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The harness that measured: its name and version."""
+
+    name: str
+    version: str
+
+
+class RerunCompletedV2(Event, frozen=True, tag="rerun.completed.v2"):
+    """A rerunner's signed measurement for a request: the raw samples of the run's primary
+    statistic (ns), the correctness outcome, the environment it ran on and the harness. No
+    verdict: whether it matches is the index's judgement (``projections.tolerance``)."""
+
+    runDigest: Sha256
+    requestId: Sha256
+    rerunner: KeyId
+    samples: tuple[float, ...]
+    correctness: Correctness
+    environment: dict[str, Any]
+    harness: Harness
+
+
+RerunEvent = RerunRequested | RerunClaimed | RerunCompleted | RerunCompletedV2

@@ -3,6 +3,8 @@ reports never change the level."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from events.types import (
@@ -16,6 +18,7 @@ from events.types import (
     RunRetracted,
     RunSuperseded,
 )
+from events.entries import Pending
 from keys import SigningKey
 from projections.queries import attestations, keyring, run_view
 from service.app.replay import replay
@@ -34,6 +37,15 @@ def _ingest(ledger: Ledger, **kw: object) -> str:
     parts = bundle(**kw)  # type: ignore[arg-type]
     ledger.append([(ingest_event(parts), parts["run"].digest)])
     return parts["run"].digest
+
+
+def _rerun_of(ledger: Ledger, digest: str, key: SigningKey, **kw: Any) -> Pending:
+    """A v1 rerun of ``digest`` by ``key``; it measured the run's own reported value unless
+    ``value`` says otherwise (the index judges the value, never the ``within`` flag)."""
+    view = run_view(ledger.store.session, digest)
+    assert view is not None
+    kw.setdefault("value", view.primaryValue)
+    return rerun(digest, key, **kw)
 
 
 def _rerunner(ledger: Ledger) -> SigningKey:
@@ -63,24 +75,24 @@ def test_reproducible_needs_source_identity_and_raw_evidence(ledger: Ledger) -> 
 def test_verified_then_replicated_by_independent_rerunners(ledger: Ledger) -> None:
     digest = _ingest(ledger, raw_evidence=True)
     first, second = _rerunner(ledger), _rerunner(ledger)
-    ledger.append_pending([rerun(digest, first)])
+    ledger.append_pending([_rerun_of(ledger, digest, first)])
     assert _level(ledger, digest) == "verified"
-    ledger.append_pending([rerun(digest, first, value=1001)])
+    ledger.append_pending([_rerun_of(ledger, digest, first, value=1001)])
     assert _level(ledger, digest) == "verified"  # the same rerunner twice is not a replication
-    ledger.append_pending([rerun(digest, second)])
+    ledger.append_pending([_rerun_of(ledger, digest, second)])
     assert _level(ledger, digest) == "replicated"
 
 
 def test_failed_correctness_or_tolerance_disputes(ledger: Ledger) -> None:
     a, b = _ingest(ledger, value=10), _ingest(ledger, value=20)
     key = _rerunner(ledger)
-    ledger.append_pending([rerun(a, key, passed=False)])
-    ledger.append_pending([rerun(b, key, within=False, value=35)])
+    ledger.append_pending([_rerun_of(ledger, a, key, passed=False)])
+    ledger.append_pending([_rerun_of(ledger, b, key, within=False, value=35)])
     assert _level(ledger, a) == "disputed"
     assert _level(ledger, b) == "disputed"
     view = run_view(ledger.store.session, b)
     assert view is not None and "35" in view.evidenceReason
-    ledger.append_pending([rerun(a, _rerunner(ledger))])
+    ledger.append_pending([_rerun_of(ledger, a, _rerunner(ledger))])
     assert _level(ledger, a) == "disputed"
 
 
@@ -90,7 +102,7 @@ def test_reruns_by_non_rerunner_keys_do_not_count(ledger: Ledger) -> None:
     ledger.append_pending(
         [signed_event(key_registration(community, "community"), community.key_id, community)]
     )
-    ledger.append_pending([rerun(digest, community)])
+    ledger.append_pending([_rerun_of(ledger, digest, community)])
     assert _level(ledger, digest) == "reported"
 
 
@@ -116,7 +128,7 @@ def test_attestations_and_reports_never_change_the_level(ledger: Ledger) -> None
     )
     digests = [_ingest(ledger, value=v, raw_evidence=v % 2 == 0, author=v) for v in range(1, 5)]
     key = _rerunner(ledger)
-    ledger.append_pending([rerun(digests[2], key)])
+    ledger.append_pending([_rerun_of(ledger, digests[2], key)])
     before = {d: _level(ledger, d) for d in digests}
     for d in digests:
         ledger.append_pending([attestation(d, community, f"note on {d}")])
@@ -130,11 +142,13 @@ def test_attestations_and_reports_never_change_the_level(ledger: Ledger) -> None
 def test_a_failing_rerun_disputes_a_verified_or_replicated_run(ledger: Ledger) -> None:
     verified, replicated = _ingest(ledger, value=11, author=1), _ingest(ledger, value=12, author=2)
     first, second, third = _rerunner(ledger), _rerunner(ledger), _rerunner(ledger)
-    ledger.append_pending([rerun(verified, first)])
-    ledger.append_pending([rerun(replicated, first), rerun(replicated, second)])
+    ledger.append_pending([_rerun_of(ledger, verified, first)])
+    ledger.append_pending(
+        [_rerun_of(ledger, replicated, first), _rerun_of(ledger, replicated, second)]
+    )
     assert (_level(ledger, verified), _level(ledger, replicated)) == ("verified", "replicated")
-    ledger.append_pending([rerun(verified, third, passed=False)])
-    ledger.append_pending([rerun(replicated, third, within=False, value=99)])
+    ledger.append_pending([_rerun_of(ledger, verified, third, passed=False)])
+    ledger.append_pending([_rerun_of(ledger, replicated, third, within=False, value=99)])
     assert (_level(ledger, verified), _level(ledger, replicated)) == ("disputed", "disputed")
 
 
@@ -146,11 +160,11 @@ def test_every_level_ends_in_retracted_or_superseded(ledger: Ledger, start: str,
     digest = _ingest(ledger, raw_evidence=start != "reported", value=21, author=4)
     keys = [_rerunner(ledger), _rerunner(ledger)]
     if start in ("verified", "replicated"):
-        ledger.append_pending([rerun(digest, keys[0])])
+        ledger.append_pending([_rerun_of(ledger, digest, keys[0])])
     if start == "replicated":
-        ledger.append_pending([rerun(digest, keys[1])])
+        ledger.append_pending([_rerun_of(ledger, digest, keys[1])])
     if start == "disputed":
-        ledger.append_pending([rerun(digest, keys[0], passed=False)])
+        ledger.append_pending([_rerun_of(ledger, digest, keys[0], passed=False)])
     assert _level(ledger, digest) == start
     if end == "retracted":
         ledger.append([(RunRetracted(runDigest=digest, reason="withdrawn"), digest)])
@@ -161,7 +175,7 @@ def test_every_level_ends_in_retracted_or_superseded(ledger: Ledger, start: str,
         )
     assert _level(ledger, digest) == end
     # a rerun after the end does not bring the run back
-    ledger.append_pending([rerun(digest, _rerunner(ledger))])
+    ledger.append_pending([_rerun_of(ledger, digest, _rerunner(ledger))])
     assert _level(ledger, digest) == end
 
 
@@ -231,7 +245,7 @@ def test_withdrawing_hiding_and_resolving_never_change_the_level(ledger: Ledger)
     )
     digests = [_ingest(ledger, value=40 + v, raw_evidence=v > 0, author=v) for v in range(3)]
     key = _rerunner(ledger)
-    ledger.append_pending([rerun(digests[2], key)])
+    ledger.append_pending([_rerun_of(ledger, digests[2], key)])
     before = {d: _level(ledger, d) for d in digests}
     assert set(before.values()) == {"reported", "reproducible", "verified"}
     for d in digests:
@@ -272,13 +286,13 @@ def test_a_granted_role_counts_from_its_position_on(ledger: Ledger) -> None:
     ledger.append_pending(
         [signed_event(KeyGranted(keyId=key.key_id, role="rerunner"), key.key_id, key)]
     )
-    ledger.append_pending([rerun(digest, key)])
+    ledger.append_pending([_rerun_of(ledger, digest, key)])
     assert _level(ledger, digest) == "reproducible"
     assert verify_log(ledger.data.db).findings[0].reason.endswith("may not write key.granted.v1")
     ledger.append([(KeyGranted(keyId=key.key_id, role="rerunner"), key.key_id)])
     keys = keyring(ledger.store.session)
     assert keys[key.key_id].role == "rerunner"
-    ledger.append_pending([rerun(digest, key, value=41)])
+    ledger.append_pending([_rerun_of(ledger, digest, key, value=41)])
     assert _level(ledger, digest) == "verified"
     assert replay(ledger).ok
 
