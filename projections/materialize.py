@@ -44,7 +44,7 @@ class Materializer:
         self.rows = RowStore(conn)
         schema.create(conn)
         self._keys: dict[str, KeyView] | None = None
-        self._keys_at = -1  # the keyring's version (``keys_version``) that ``_keys`` holds
+        self._keys_at = (-1, -1)  # the keyring's version (``keys_version``) that ``_keys`` holds
         self._carried: Batch | None = None
 
     def position(self) -> int:
@@ -77,7 +77,7 @@ class Materializer:
             self._keys = None  # the caller rolls back; reload next time
             raise
         if batch.keys_changed:  # the fold makes a new mapping when a key changes
-            self._keys, self._keys_at = dict(batch.keys), batch.keys_at
+            self._keys, self._keys_at = dict(batch.keys), keys_version(self.conn)
         if self._carried is not None:
             self._carried = batch
         self.rows.set_state(entries[-1].seq + 1, FORMAT)
@@ -92,7 +92,7 @@ class Materializer:
 
     def forget(self) -> None:
         """Drop what is cached of the projections (the transaction that folded it was undone)."""
-        self._keys, self._keys_at = None, -1
+        self._keys, self._keys_at = None, (-1, -1)
 
     def __call__(self, conn: sqlite3.Connection, entries: Sequence[StoredEntry]) -> None:
         """The store's projector hook: ``conn`` is the store's session, which must be this

@@ -50,8 +50,11 @@ and sets each request's ``result`` or ``error``; raises if the transaction faile
 class GroupCommit(Generic[T, S, R]):
     """Coalesces concurrent requests into shared commits (see the module's docstring)."""
 
-    def __init__(self, commit: Commit[T, S, R]) -> None:
+    def __init__(
+        self, commit: Commit[T, S, R], *, whole: tuple[type[BaseException], ...] = ()
+    ) -> None:
         self._commit = commit
+        self._whole = whole  # errors that are the group's, not one request's: no retry alone
         self._queue: list[Request[T, S, R]] = []
         self._queued = threading.Lock()
         self._turn = threading.Lock()
@@ -61,6 +64,7 @@ class GroupCommit(Generic[T, S, R]):
         self._draining = False
         self._drainer: asyncio.Task[None] | None = None
         self._writer: ThreadPoolExecutor | None = None
+        self._closed = False
 
     async def submit_async(
         self, items: Sequence[T], check: Callable[[S], None] | None = None
@@ -71,6 +75,8 @@ class GroupCommit(Generic[T, S, R]):
         Raises:
             Whatever ``check`` or the append raised for this request.
         """
+        if self._closed:
+            raise RuntimeError("the log is closed")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[list[R]] = loop.create_future()
         self._waiting.append((Request(items, check), future))
@@ -82,35 +88,43 @@ class GroupCommit(Generic[T, S, R]):
         return await future
 
     async def _drain(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Commit what the loop's handlers queued, a group at a time, until nothing waits."""
+        """Commit what the loop's handlers queued, a group at a time, until nothing waits. If
+        the loop cancels this task (it stops), every request still waiting hears so; a commit
+        under way runs to its end in the writer thread."""
         if self._writer is None:
             self._writer = ThreadPoolExecutor(1, thread_name_prefix="group-commit")
+        waiting: list[tuple[Request[T, S, R], asyncio.Future[list[R]]]] = []
         try:
             while self._waiting:
                 waiting, self._waiting = self._waiting, []
                 batch = [request for request, _ in waiting]
                 try:
                     await loop.run_in_executor(self._writer, self._run_in_turn, batch)
-                except BaseException as exc:  # noqa: BLE001 - the loop stops: each hears of it
+                except Exception as exc:  # noqa: BLE001 - the commit failed: each hears of it
                     for request in batch:
-                        if not request.done:
-                            request.error, request.done = exc, True
+                        if request.error is None and request.result is None:
+                            request.error = exc
                 for request, future in waiting:
-                    if future.cancelled():
-                        continue
-                    if request.error is not None:
-                        future.set_exception(request.error)
-                    else:
-                        future.set_result(request.result or [])
+                    _answer(future, request.result, request.error)
+                waiting = []
         finally:
             self._draining = False
+            stopping = RuntimeError(
+                "the server stopped before this write was acknowledged (it may be in the log)"
+            )
+            for _, future in [*waiting, *self._waiting]:
+                _answer(future, None, stopping)
+            if waiting or self._waiting:
+                self._waiting = []
 
     def _run_in_turn(self, batch: list[Request[T, S, R]]) -> None:
         with self._turn:
             self._run(batch)
 
     def close(self) -> None:
-        """Stop the writer thread of ``submit_async`` (after the commit under way, if any)."""
+        """Stop the writer thread of ``submit_async`` (after the commit under way, if any);
+        later async requests are refused."""
+        self._closed = True
         if self._writer is not None:
             self._writer.shutdown(wait=True)
             self._writer = None
@@ -139,8 +153,9 @@ class GroupCommit(Generic[T, S, R]):
             self._commit(batch)
             self.commits += 1
         except Exception as exc:  # noqa: BLE001 - handed to the requests it concerns
-            if len(batch) == 1:
-                batch[0].error = exc
+            if len(batch) == 1 or isinstance(exc, self._whole):
+                for request in batch:
+                    request.error = exc
             else:  # one request's fault must not be another's: each alone
                 for request in batch:
                     request.result = request.error = None
@@ -150,3 +165,18 @@ class GroupCommit(Generic[T, S, R]):
                 if request.result is None and request.error is None:  # interrupted meanwhile
                     request.error = RuntimeError("the commit was interrupted")
                 request.done = True
+
+
+def _answer(
+    future: asyncio.Future[list[R]], result: list[R] | None, error: BaseException | None
+) -> None:
+    """Settle a waiting request's future (unless its caller gave up on it)."""
+    if future.done():
+        return
+    if error is None:
+        future.set_result(result or [])
+        return
+    try:
+        future.set_exception(error)
+    except TypeError:  # StopIteration cannot travel through a future
+        future.set_exception(RuntimeError(repr(error)))

@@ -23,6 +23,7 @@ from events.entries import Pending
 from events.errors import LogError
 from events.port import Appended, stored_entries
 from events.stores.sqlite import SqliteLog
+from events.stores.sqlite_schema import WriterBusy
 from events.types import EVENT_ENCODER, Event, KeyRegistered, PolicyChanged, event_tag
 from keys import KeyFileError, SigningKey, generate_key_file, load_private_key
 from keys.notekeys import valid_key_name
@@ -76,7 +77,7 @@ class Ledger:
         # transaction; ``self.projections.keyring()`` inside it).
         self.keyring = KeyringCache()
         self.group: GroupCommit[Pending, sqlite3.Connection, Appended] = GroupCommit(
-            self._commit_group
+            self._commit_group, whole=(WriterBusy,)
         )
         self._catch_up()
         if store.size > 0:

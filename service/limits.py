@@ -40,6 +40,10 @@ class Limits(msgspec.Struct, frozen=True, kw_only=True):
     address_hour: int = 60
     address_day: int = 500
 
+    def any(self) -> bool:
+        """Whether any limit is set (all 0: nothing is counted)."""
+        return any((self.key_hour, self.key_day, self.address_hour, self.address_day))
+
     def of(self, scope: str) -> tuple[tuple[int, int], ...]:
         """``(window in seconds, allowed)`` of ``scope`` (``key`` or ``address``)."""
         hour, day = (

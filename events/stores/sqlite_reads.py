@@ -17,7 +17,8 @@ __all__ = ["SqliteReads"]
 
 _CHECKPOINT = "SELECT size, note, root, signed_at FROM checkpoints"
 _HEADER = "SELECT seq, type, subject, recorded_at FROM entries"
-_MEMO_NODES = 1 << 16  # about 6 MiB of node hashes per read-only handle
+_MEMO_FROM = 4  # a node of level 4 covers 16 leaves
+_MEMO_NODES = 1 << 14  # at most about 3 MiB per read-only handle (a million-entry log has 62,500)
 
 
 @contextlib.contextmanager
@@ -45,10 +46,11 @@ class SqliteReads:
         self._origin = origin
         self._lock = threading.RLock()
         self._loaded: CompactRange | None = None
-        # Tree nodes read, by (level, index): a read-only handle sees committed nodes only, and
-        # a committed node never changes, so the few high nodes that every proof and every
-        # edge reload needs are read once. A writer's handle may read nodes that a rollback
-        # takes back: it keeps none.
+        # Tree nodes of level ``_MEMO_FROM`` and up, by (level, index): a read-only handle sees
+        # committed nodes only, and a committed node never changes, so the high nodes that
+        # every proof and every edge reload needs are read once (the low ones, seldom read
+        # twice, are not kept). A writer's handle may read nodes that a rollback takes back:
+        # it keeps none.
         self._memo: dict[tuple[int, int], bytes] | None = {} if memo else None
 
     @property
@@ -76,7 +78,7 @@ class SqliteReads:
 
     def read_node(self, level: int, index: int) -> bytes:
         memo = self._memo
-        if memo is None:
+        if memo is None or level < _MEMO_FROM:
             return self._read_node(level, index)
         node = memo.get((level, index))
         if node is None:

@@ -24,6 +24,7 @@ from events.errors import LogError
 __all__ = [
     "SCHEMA_VERSION",
     "Checkpointer",
+    "WriterBusy",
     "WriterLock",
     "connect",
     "connect_readonly",
@@ -133,6 +134,11 @@ class Checkpointer:
             self._checkpoint("TRUNCATE")
 
 
+class WriterBusy(LogError):
+    """Another writer held the log for the whole timeout: nothing was written, and trying each
+    request of a group alone would only wait again."""
+
+
 class WriterLock:
     """One writer at a time across processes (``benchproof serve --workers N``, a command run
     beside the server): an exclusive ``flock`` on a file beside the database, taken before
@@ -155,7 +161,11 @@ class WriterLock:
         """
         if self._fd is None:
             try:
-                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+                # Read-only is enough for flock; created with the database's own permissions,
+                # so whoever may write the database may take the lock.
+                db = self.path.with_name(self.path.name.removesuffix("-writer"))
+                mode = db.stat().st_mode & 0o666 if db.exists() else 0o600
+                self._fd = os.open(self.path, os.O_RDONLY | os.O_CREAT, mode)
             except OSError as exc:
                 raise LogError(f"cannot write the log: {self.path}: {exc.strerror}") from None
         deadline, pause = time.monotonic() + self._timeout, 0.0001
@@ -165,7 +175,7 @@ class WriterLock:
                 return
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    raise LogError(
+                    raise WriterBusy(
                         f"another writer has held {self.path} for {self._timeout:.0f} s"
                     ) from None
                 time.sleep(pause)

@@ -30,7 +30,7 @@ class KeyringCache:
     answers is shared: never change it."""
 
     def __init__(self) -> None:
-        self._held: tuple[int, Mapping[str, KeyView]] = (-1, {})
+        self._held: tuple[tuple[int, int], Mapping[str, KeyView]] = ((-1, -1), {})
 
     def __call__(self, conn: sqlite3.Connection) -> Mapping[str, KeyView]:
         version = keys_version(conn)

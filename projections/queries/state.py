@@ -28,7 +28,10 @@ def stored_format(conn: sqlite3.Connection) -> int | None:
     return _state(conn, "format")
 
 
-def keys_version(conn: sqlite3.Connection) -> int:
-    """The tree size after the last entry that changed the keyring (0 before any): the keyring
-    read at one version is the keyring until it moves."""
-    return _state(conn, "keys") or 0
+def keys_version(conn: sqlite3.Connection) -> tuple[int, int]:
+    """Where the keyring last changed (the tree size after its last key entry, 0 before any),
+    and the database's schema cookie: the keyring read at one version is the keyring until
+    either moves (a rebuild or a replay's repair recreates the tables, which moves the cookie
+    even when the last key entry stays where it was)."""
+    (cookie,) = conn.execute("PRAGMA schema_version").fetchone()
+    return _state(conn, "keys") or 0, int(cookie)

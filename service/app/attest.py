@@ -18,7 +18,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import sqlite3
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from importlib import resources
 from typing import Annotated, Any, Literal, NamedTuple, get_args
 from urllib.parse import urlsplit
@@ -35,6 +35,7 @@ from keys import VerifyingKey
 from projections import queries
 from projections.errors import UnknownRun
 from projections.keyring import KeyView
+from service.app.cursors import position_after
 from service.app.keys import Admit, SignedBody, check_signature, read_envelope, unique_members
 from service.app.log import Proof, latest_checkpoint
 from service.errors import NotFound, ServiceError, UsageError
@@ -316,7 +317,12 @@ def post_attestation(
 
 
 async def post_attestation_async(
-    ledger: Ledger, ref: str, body: bytes, *, admit: Admit, reads: SqliteLog
+    ledger: Ledger,
+    ref: str,
+    body: bytes,
+    *,
+    admit: Callable[[str], Awaitable[None]],
+    reads: SqliteLog,
 ) -> Posting:
     """``post_attestation`` for an event loop: the checks and the receipt run on the loop's
     thread, and the loop serves other requests while the writer commits (the ledger's
@@ -324,7 +330,7 @@ async def post_attestation_async(
     checked = _check(ledger, ref, body, reads)
     if checked.known is not None:
         return _receipt(ledger, reads, *checked.known, new=False)
-    admit(checked.attester)
+    await admit(checked.attester)
     appended = (await ledger.append_pending_async([checked.pending], check=checked.still_valid))[0]
     return _receipt(ledger, reads, appended.payloadDigest, appended.seq, appended.new)
 
@@ -354,15 +360,14 @@ def attestation_page(
     Raises:
         UsageError: ``after`` is not a position.
     """
-    if after is not None and not after.isdigit():
-        raise UsageError("after must be the position a previous page's `next` gave")
+    start = position_after(after)
     items = queries.find_attestations(
         conn,
         as_of,
         subject=subject,
         kind=kind,
         attester=attester,
-        after=None if after is None else int(after),
+        after=start,
         limit=limit + 1,
     )
     more = len(items) > limit

@@ -14,8 +14,8 @@ from events.entries import decode_leaf
 from events.port import LogReader
 from projections import queries
 from projections.keyring import KeyView
+from service.app.cursors import position_after
 from service.app.keyadmin import UnknownKeyId
-from service.errors import UsageError
 
 __all__ = [
     "At",
@@ -113,9 +113,8 @@ def key_page(
     Raises:
         UsageError: ``after`` is not a position.
     """
-    if after is not None and not after.isdigit():
-        raise UsageError("after must be the position a previous page's `next` gave")
-    start = -1 if after is None else int(after)
+    start = position_after(after)
+    start = -1 if start is None else start
     keys = sorted(
         (k for k in queries.keyring(conn).values() if k.since - 1 > start),
         key=lambda k: k.since,
@@ -159,12 +158,11 @@ def signed_page(
         UnknownKeyId: the log registered no such key.
         UsageError: ``after`` is not a position.
     """
-    if after is not None and not after.isdigit():
-        raise UsageError("after must be the position a previous page's `next` gave")
+    start = position_after(after)
     if key_id not in queries.keyring(conn):
         raise UnknownKeyId(f"no key {key_id}", keyId=key_id)
     positions = queries.signed_by(
-        conn, key_id, after=-1 if after is None else int(after), limit=limit + 1
+        conn, key_id, after=-1 if start is None else start, limit=limit + 1
     )
     more = len(positions) > limit
     positions = positions[:limit]

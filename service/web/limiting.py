@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from litestar import Request
+from litestar.concurrency import sync_to_thread
 from litestar.di import NamedDependency
 
 from service.limits import RateLimiter
@@ -67,6 +68,17 @@ class Quota:
             RateLimited: over a limit; nothing was counted.
         """
         self._limiter.hit([("key", key_id), ("address", self.address)])
+
+    async def admit_async(self, key_id: str) -> None:
+        """``admit`` for a handler on the event loop: the count is a transaction on the
+        limits' database, which may wait for another process's count, so it runs in a worker
+        thread (and not at all when no limit is set).
+
+        Raises:
+            RateLimited: over a limit; nothing was counted.
+        """
+        if self._limiter.limits.any():
+            await sync_to_thread(self.admit, key_id)
 
 
 class Gate:

@@ -127,7 +127,9 @@ def test_every_entry_a_key_signed_is_counted_and_listed(
     rest = world.client.get(f"/v1/keys/{attester.key_id}/entries?after={page['next']}").json()
     assert [e["type"] for e in rest["items"]] == ["attestation.withdrawn.v1"]
     problem(world.client.get("/v1/keys/" + "0" * 64 + "/entries"), 404, "unknown-key-id")
-    problem(world.client.get(f"/v1/keys/{attester.key_id}/entries?after=x"), 400, "bad-request")
+    for after in ("x", "9" * 30, "²"):  # not a position, too large, not ASCII digits
+        url = f"/v1/keys/{attester.key_id}/entries?after={after}"
+        problem(world.client.get(url), 400, "bad-request")
     check_log(world)
 
 

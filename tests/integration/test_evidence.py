@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from events.entries import Pending
 from events.types import (
     AttestationHidden,
     AttestationWithdrawn,
@@ -18,7 +19,6 @@ from events.types import (
     RunRetracted,
     RunSuperseded,
 )
-from events.entries import Pending
 from keys import SigningKey
 from projections.queries import attestations, keyring, run_view
 from service.app.replay import replay

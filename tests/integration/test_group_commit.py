@@ -14,8 +14,11 @@ import msgspec
 import pytest
 
 from events.errors import LogError
+from events.stores.sqlite import SqliteLog
+from events.stores.sqlite_schema import WriterBusy
 from events.types import KeyRevoked, ReportFiled
 from keys import SigningKey
+from service.groupcommit import GroupCommit, Request
 from service.ledger import Ledger, pending_of
 from service.verification import verify_log
 from tests.builders import key_registration, signed_event
@@ -171,3 +174,38 @@ def test_a_check_sees_what_the_requests_before_it_in_the_group_changed(ledger: L
     assert isinstance(results[3], PermissionError)
     assert results[1][0].seq < results[2][0].seq
     assert verify_log(ledger.data.db).ok
+
+
+def test_a_busy_writer_fails_the_group_once_not_each_request_again() -> None:
+    """Another writer held the log for the whole timeout: nothing was written, so the group's
+    requests all hear it at once instead of each waiting out the timeout again alone."""
+    calls: list[int] = []
+
+    def commit(batch: list[Request[int, object, int]]) -> None:
+        calls.append(len(batch))
+        raise WriterBusy("another writer has held the log for 60 s")
+
+    group: GroupCommit[int, object, int] = GroupCommit(commit, whole=(WriterBusy,))
+    batch = [Request([i], None) for i in range(3)]
+    group._run(batch)
+    assert calls == [3]
+    assert all(isinstance(r.error, WriterBusy) and r.done for r in batch)
+
+
+def test_the_keyring_cache_follows_a_rebuild(ledger: Ledger) -> None:
+    """Readers cache the keyring until a key entry moves it or the projections are rebuilt
+    (a replay's repair): a repaired keyring is seen at once, by readers and by the writer."""
+    reader = SqliteLog.open_readonly(ledger.data.db)
+    try:
+        index = ledger.signers.index.key_id
+        with ledger.store.transaction() as session:  # a damaged projection
+            session.execute("UPDATE p_keys SET revoked_at = 3 WHERE key_id = ?", (index,))
+        ledger.projections.forget()
+        assert ledger.keyring(reader.session)[index].until == 3
+        assert ledger.projections.keyring()[index].until == 3
+        with ledger.store.transaction():
+            ledger.rebuild_projections()  # the repair: same last key entry, new tables
+        assert ledger.keyring(reader.session)[index].until is None
+        assert ledger.projections.keyring()[index].until is None
+    finally:
+        reader.close()

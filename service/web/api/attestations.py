@@ -38,7 +38,7 @@ async def post_on_run(
     the event loop's thread (no thread per request: a post is mostly one signature check and a
     few index lookups), committed by the group commit's writer thread meanwhile."""
     posting = await attest.post_attestation_async(
-        ledger, ref, body, admit=quota.admit, reads=reader.log
+        ledger, ref, body, admit=quota.admit_async, reads=reader.log
     )
     reader.invalidate()
     return Response(

@@ -30,12 +30,17 @@ async def post_on_run(
     """``POST /v1/runs/{ref}/reports`` with ``{"reason", "text"}``: 201 ``{"id", "index"}``;
     200 with the same when the log held that report already (in a worker thread: it waits for
     the writer)."""
-    quota.anonymous()
-    filed, new = await sync_to_thread(report.file_report, ledger, ref, body)
+    filed, new = await sync_to_thread(_file, quota, ledger, ref, body)
     reader.invalidate()
     return Response(
         _ENC.encode(filed), status_code=201 if new else 200, media_type="application/json"
     )
+
+
+def _file(quota: Quota, ledger: Ledger, ref: str, body: bytes) -> tuple[report.Filed, bool]:
+    """Count the report against the client address, then file it (in a worker thread)."""
+    quota.anonymous()
+    return report.file_report(ledger, ref, body)
 
 
 @operator_post(
