@@ -28,7 +28,7 @@ def _reports(n: int, start: int = 0) -> list[tuple[ReportFiled, str]]:
 
 def test_genesis_registers_index_then_log_key(ledger: Ledger) -> None:
     types = [t for (t,) in ledger.store.session.execute("SELECT type FROM entries ORDER BY seq")]
-    assert types == ["key.registered.v1", "key.registered.v1"]
+    assert types == ["key.registered.v1", "key.registered.v1", "policy.changed.v1"]
     assert verify_log(ledger.data.db).ok
 
 
@@ -38,7 +38,7 @@ def test_appending_the_same_statement_twice_returns_the_existing_entry(ledger: L
     assert [a.new for a in first] == [True, True, True]
     assert [a.new for a in again] == [False, False, False]
     assert [a.seq for a in again] == [a.seq for a in first]
-    assert ledger.store.size == 5
+    assert ledger.store.size == 6
 
 
 def test_duplicates_within_one_batch_are_appended_once(ledger: Ledger) -> None:
@@ -46,7 +46,7 @@ def test_duplicates_within_one_batch_are_appended_once(ledger: Ledger) -> None:
     out = ledger.append(batch)
     assert [a.new for a in out] == [True, True, False]
     assert out[0].seq == out[2].seq
-    assert ledger.store.size == 4
+    assert ledger.store.size == 5
 
 
 def test_a_failing_batch_appends_nothing(ledger: Ledger) -> None:
