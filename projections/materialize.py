@@ -8,7 +8,7 @@ The fold of each batch is a ``projections.batch.Batch``; it reads and writes row
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from events.bulk import paused_gc
 from events.entries import StoredEntry
@@ -16,7 +16,7 @@ from events.errors import LogError
 from projections import schema
 from projections.batch import RUN_SUBJECTS, Batch
 from projections.keyring import KeyView
-from projections.queries import current_size, keys_version, stored_format
+from projections.queries import KeyringCache, current_size, stored_format
 from projections.rows import RowStore
 
 __all__ = ["FORMAT", "Materializer"]
@@ -43,8 +43,7 @@ class Materializer:
         self.conn = conn
         self.rows = RowStore(conn)
         schema.create(conn)
-        self._keys: dict[str, KeyView] | None = None
-        self._keys_at = (-1, -1)  # the keyring's version (``keys_version``) that ``_keys`` holds
+        self._keyring = KeyringCache()  # follows other writers; dropped by a rollback
         self._carried: Batch | None = None
 
     def position(self) -> int:
@@ -74,25 +73,22 @@ class Materializer:
                 batch.apply(entry)
             batch.flush()
         except BaseException:
-            self._keys = None  # the caller rolls back; reload next time
+            self._keyring.forget()  # the caller rolls back; reload next time
             raise
         if batch.keys_changed:  # the fold makes a new mapping when a key changes
-            self._keys, self._keys_at = dict(batch.keys), keys_version(self.conn)
+            self._keyring.hold(self.conn, batch.keys)
         if self._carried is not None:
             self._carried = batch
         self.rows.set_state(entries[-1].seq + 1, FORMAT)
 
-    def keyring(self) -> dict[str, KeyView]:
+    def keyring(self) -> Mapping[str, KeyView]:
         """The keyring as the projections hold it: cached, and read again when another writer
         (another process on the same store) changed it since. Never change what it answers."""
-        version = keys_version(self.conn)
-        if self._keys is None or version != self._keys_at:
-            self._keys, self._keys_at = self.rows.keys(), version
-        return self._keys
+        return self._keyring(self.conn)
 
     def forget(self) -> None:
         """Drop what is cached of the projections (the transaction that folded it was undone)."""
-        self._keys, self._keys_at = None, (-1, -1)
+        self._keyring.forget()
 
     def __call__(self, conn: sqlite3.Connection, entries: Sequence[StoredEntry]) -> None:
         """The store's projector hook: ``conn`` is the store's session, which must be this
@@ -116,7 +112,7 @@ class Materializer:
             # Reads during the rebuild (runs, waiting runs, leaders) use the primary keys;
             # groups are carried from batch to batch, never loaded.
             schema.create(self.conn, indexes=False)
-            self._keys = {}
+            self._keyring.forget()
             # Nobody else writes while the rebuild runs, so the groups folded by one batch stay
             # true for the next: they are carried over instead of reloaded from the database.
             self._carried = Batch(self.rows, {})
@@ -138,7 +134,7 @@ class Materializer:
         schema.create(self.conn, indexes=False)
         self.rows.copy_rebuilt(rebuilt, schemas)
         schema.create(self.conn)
-        self._keys = None
+        self._keyring.forget()
 
 
 def _chunks(items: Iterable[StoredEntry], size: int) -> Iterator[list[StoredEntry]]:

@@ -16,8 +16,6 @@ import msgspec
 
 from projections import schema
 from projections.changes import RowChanges
-from projections.keyring import KeyView
-from projections.queries import keyring
 from projections.tolerance import DEFAULT_POLICY, POLICY_NAME, TolerancePolicy, policy_from
 from projections.views import GroupView, LeaderChange, Member, RunView
 
@@ -51,10 +49,6 @@ class RowStore:
         self.conn = conn
 
     # --- loading ---------------------------------------------------------------------------
-
-    def keys(self) -> dict[str, KeyView]:
-        """Every key the projection knows."""
-        return keyring(self.conn)
 
     def tolerance_policy(self) -> TolerancePolicy:
         """The tolerance policy in force after the rows written so far: the latest valid one

@@ -23,14 +23,18 @@ def keyring(conn: sqlite3.Connection) -> dict[str, KeyView]:
     return out
 
 
+_NOTHING = (-1, -1)
+
+
 class KeyringCache:
-    """The keyring of one database for many readers (threads, each with its own connection):
-    read again only when a key event was folded since (``keys_version``), so a request that
-    checks a signer costs one primary-key lookup, not a read of every key. The mapping it
-    answers is shared: never change it."""
+    """The keyring of one database: read again only when its version (``keys_version``)
+    moved, so checking a signer costs one primary-key lookup, not a read of every key. Shared
+    by many readers (threads, each with its own connection); the writer's fold hands it the
+    keyring it just folded (``hold``) and drops it when its transaction is undone
+    (``forget``). The mapping it answers is shared: never change it."""
 
     def __init__(self) -> None:
-        self._held: tuple[tuple[int, int], Mapping[str, KeyView]] = ((-1, -1), {})
+        self._held: tuple[tuple[int, int], Mapping[str, KeyView]] = (_NOTHING, {})
 
     def __call__(self, conn: sqlite3.Connection) -> Mapping[str, KeyView]:
         version = keys_version(conn)
@@ -39,6 +43,14 @@ class KeyringCache:
             held = (version, keyring(conn))
             self._held = held
         return held[1]
+
+    def hold(self, conn: sqlite3.Connection, keys: Mapping[str, KeyView]) -> None:
+        """Keep ``keys``, the keyring as ``conn`` now holds it (written in its transaction)."""
+        self._held = (keys_version(conn), keys)
+
+    def forget(self) -> None:
+        """Read the keyring again next time."""
+        self._held = (_NOTHING, {})
 
 
 def attestation_counts(conn: sqlite3.Connection) -> dict[str, int]:
@@ -64,12 +76,12 @@ def signed_counts(conn: sqlite3.Connection, key_ids: Sequence[str] | None = None
 
 
 def signed_by(
-    conn: sqlite3.Connection, key_id: str, *, after: int = -1, limit: int = 100
+    conn: sqlite3.Connection, key_id: str, *, after: int | None = None, limit: int = 100
 ) -> list[int]:
-    """The positions of the entries ``key_id`` signed after position ``after``, oldest first,
-    at most ``limit``."""
+    """The positions of the entries ``key_id`` signed (after position ``after``), oldest
+    first, at most ``limit``."""
     rows = conn.execute(
         "SELECT position FROM p_signed WHERE key_id = ? AND position > ? ORDER BY position LIMIT ?",
-        (key_id, after, limit),
+        (key_id, -1 if after is None else after, limit),
     )
     return [position for (position,) in rows]

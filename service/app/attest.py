@@ -35,7 +35,7 @@ from keys import VerifyingKey
 from projections import queries
 from projections.errors import UnknownRun
 from projections.keyring import KeyView
-from service.app.cursors import position_after
+from service.app.cursors import one_page, position_after
 from service.app.keys import Admit, SignedBody, check_signature, read_envelope, unique_members
 from service.app.log import Proof, latest_checkpoint
 from service.errors import NotFound, ServiceError, UsageError
@@ -360,20 +360,17 @@ def attestation_page(
     Raises:
         UsageError: ``after`` is not a position.
     """
-    start = position_after(after)
-    items = queries.find_attestations(
+    found = queries.find_attestations(
         conn,
         as_of,
         subject=subject,
         kind=kind,
         attester=attester,
-        after=start,
+        after=position_after(after),
         limit=limit + 1,
     )
-    more = len(items) > limit
-    items = items[:limit]
-    at = size if as_of is None else as_of
-    return AttestationPage(items, at, str(items[-1].position) if more else None)
+    items, after_last = one_page(found, limit, lambda a: str(a.position))
+    return AttestationPage(items, size if as_of is None else as_of, after_last)
 
 
 class AttestationRecord(msgspec.Struct, frozen=True):

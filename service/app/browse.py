@@ -12,6 +12,7 @@ import msgspec
 
 from projections import queries
 from projections.views import RunView
+from service.app.cursors import one_page
 from service.app.runs import Comparison, compare
 
 __all__ = ["Search", "SideBySide", "search", "side_by_side"]
@@ -54,16 +55,15 @@ def search(
     found = queries.search_runs(
         conn, as_of, text=text, source=source, hardware=hardware, after=after, limit=limit + 1
     )
-    more = len(found) > limit
-    found = found[:limit]
+    page, after_last = one_page(found, limit, lambda v: v.runDigest)
     listed = queries.sources(conn, as_of)
     return Search(
-        runs=found,
+        runs=page,
         sources=listed,
         hardware=queries.hardware_names(conn, as_of),
         total=sum(s.runs for s in listed),
         asOf=size if as_of is None else as_of,
-        next=found[-1].runDigest if more else None,
+        next=after_last,
     )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import sqlite3
+from collections.abc import Mapping
 from typing import Literal, TypeVar
 
 import msgspec
@@ -100,7 +101,7 @@ def signed_event(signed: SignedBody, kind: type[E]) -> E:
     return event
 
 
-def valid_signer(keys: dict[str, KeyView], key_id: str, size: int) -> VerifyingKey:
+def valid_signer(keys: Mapping[str, KeyView], key_id: str, size: int) -> VerifyingKey:
     """The key ``key_id`` if it may sign the entry at ``size`` (the next one).
 
     Raises:
@@ -112,7 +113,7 @@ def valid_signer(keys: dict[str, KeyView], key_id: str, size: int) -> VerifyingK
     return VerifyingKey.from_raw(base64.b64decode(key.publicKey))
 
 
-def _managed(keys: dict[str, KeyView], key_id: str, size: int) -> KeyView:
+def _managed(keys: Mapping[str, KeyView], key_id: str, size: int) -> KeyView:
     """The key ``key_id``, valid and of a role the API manages."""
     key = keys.get(key_id)
     if key is None:
@@ -228,7 +229,7 @@ def grant_role(ledger: Ledger, key_id: str, body: bytes) -> Recorded:
     return Recorded(appended.payloadDigest, appended.seq)
 
 
-def _community(keys: dict[str, KeyView], key_id: str, size: int) -> None:
+def _community(keys: Mapping[str, KeyView], key_id: str, size: int) -> None:
     if _managed(keys, key_id, size).role != "community":
         raise NotCommunity("only a community key is granted a role", keyId=key_id)
 

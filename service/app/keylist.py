@@ -14,7 +14,7 @@ from events.entries import decode_leaf
 from events.port import LogReader
 from projections import queries
 from projections.keyring import KeyView
-from service.app.cursors import position_after
+from service.app.cursors import one_page, position_after
 from service.app.keyadmin import UnknownKeyId
 
 __all__ = [
@@ -114,15 +114,13 @@ def key_page(
         UsageError: ``after`` is not a position.
     """
     start = position_after(after)
-    start = -1 if start is None else start
     keys = sorted(
-        (k for k in queries.keyring(conn).values() if k.since - 1 > start),
+        (k for k in queries.keyring(conn).values() if start is None or k.since - 1 > start),
         key=lambda k: k.since,
     )
+    page, after_last = one_page(keys, limit, lambda k: str(k.since - 1))
     counts, signed = queries.attestation_counts(conn), queries.signed_counts(conn)
-    items = [_record(log, key, counts, signed) for key in keys[:limit]]
-    more = len(keys) > limit
-    return KeyPage(items, str(items[-1].registered.index) if more else None)
+    return KeyPage([_record(log, key, counts, signed) for key in page], after_last)
 
 
 class SignedEntry(msgspec.Struct, frozen=True):
@@ -161,14 +159,11 @@ def signed_page(
     start = position_after(after)
     if key_id not in queries.keyring(conn):
         raise UnknownKeyId(f"no key {key_id}", keyId=key_id)
-    positions = queries.signed_by(
-        conn, key_id, after=-1 if start is None else start, limit=limit + 1
-    )
-    more = len(positions) > limit
-    positions = positions[:limit]
+    found = queries.signed_by(conn, key_id, after=start, limit=limit + 1)
+    positions, after_last = one_page(found, limit, str)
     headers = log.headers_at(positions)
     items = [
         SignedEntry(p, headers[p].type, headers[p].subject, headers[p].recorded_at)
         for p in positions
     ]
-    return SignedPage(key_id, items, str(positions[-1]) if more else None)
+    return SignedPage(key_id, items, after_last)

@@ -19,7 +19,7 @@ import binascii
 import json
 import re
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import msgspec
@@ -245,7 +245,7 @@ def _public_key(event: KeyRegistered, keyid: str) -> VerifyingKey:
     return key
 
 
-def _check_new(keys: dict[str, KeyView], event: KeyRegistered, size: int) -> None:
+def _check_new(keys: Mapping[str, KeyView], event: KeyRegistered, size: int) -> None:
     if event.keyId in keys:
         raise KeyAlreadyRegistered("the log already holds this key", keyId=event.keyId)
     folded = event.name.casefold()

@@ -18,6 +18,7 @@ from events.port import LogReader
 from projections import queries
 from projections.errors import AmbiguousRun, UnknownRun
 from projections.views import RunView
+from service.app.cursors import one_page
 from service.dossier import Dossier, build_dossier, short_id
 from service.errors import UsageError
 
@@ -215,9 +216,8 @@ def run_page(
             limit=limit + 1,
         )
     )
-    items = [summary(v) for v in views[:limit]]
-    more = len(views) > limit
-    return RunPage(items, size if as_of is None else as_of, items[-1].runDigest if more else None)
+    page, after_last = one_page(views, limit, lambda v: v.runDigest)
+    return RunPage([summary(v) for v in page], size if as_of is None else as_of, after_last)
 
 
 def list_runs(

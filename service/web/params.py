@@ -22,7 +22,9 @@ __all__ = [
     "MAX_BODY_TEXT",
     "OPERATOR_TOKEN",
     "RUN_ERRORS",
+    "After",
     "AsOf",
+    "Limit",
     "Problem",
     "answer",
     "as_of",
@@ -33,6 +35,8 @@ AsOf = Annotated[
     str | None,
     QueryParameter(name="asOf", description="a tree size or an RFC 3339 instant", required=False),
 ]
+After = Annotated[str | None, QueryParameter(description="keyset cursor: a previous page's `next`")]
+Limit = Annotated[int, QueryParameter(ge=1, le=1000)]
 
 
 def as_of(reader: Reader, text: str | None) -> int | None:

@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -23,10 +21,11 @@ from service.app.ingest import ingest
 from service.commands.attest import statement
 from service.ledger import init_data_dir
 from tests.bench.common import line
-from tests.bench.http import _port, _wait, run_wrk
+from tests.bench.http import run_wrk
 from tests.bench.log import raw_rates
 from tests.builders import key_registration, signed_event
 from tests.corpora import shared_file
+from tests.servers import served
 
 ROOT = Path(__file__).resolve().parents[2]
 DURATION = int(os.environ.get("BENCH_HTTP_SECONDS", "5"))
@@ -65,27 +64,9 @@ def _serve_and_post(
 ) -> tuple[int, int, float]:
     """Entries appended, checkpoints committed, and p99 (ms) while ``wrk`` posts ``bodies`` to
     ``benchproof serve --workers N`` for the run's seconds."""
-    port = _port()
-    server = subprocess.Popen(
-        [
-            str(Path(sys.executable).parent / "benchproof"),
-            "serve",
-            "--data",
-            str(data),
-            "--port",
-            str(port),
-            "--workers",
-            str(workers),
-            *("--limit-key-hour", "0", "--limit-key-day", "0"),
-            *("--limit-address-hour", "0", "--limit-address-day", "0"),
-        ],
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        base = f"http://127.0.0.1:{port}"
-        _wait(f"{base}/healthz", server)
+    limits = ("--limit-key-hour", "0", "--limit-key-day", "0")
+    limits += ("--limit-address-hour", "0", "--limit-address-day", "0")
+    with served(data, "--workers", workers, *limits) as base:
         log = SqliteLog.open_readonly(data / "benchproof.db")
         before = log.refresh()
         checkpoints = len(list(log.checkpoints()))
@@ -93,9 +74,6 @@ def _serve_and_post(
         appended = log.refresh() - before
         commits = len(list(log.checkpoints())) - checkpoints
         log.close()
-    finally:
-        server.terminate()
-        server.wait(10)
     if appended < rps * DURATION * 0.9 or appended > len(bodies):
         raise RuntimeError(f"{appended} entries appended for {rps:.0f} posts/s")
     return appended, commits, p99

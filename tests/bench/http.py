@@ -27,6 +27,7 @@ from service.app.ingest import ingest
 from service.ledger import init_data_dir
 from tests.bench.common import line
 from tests.corpora import CATALOG, corpus, shared_file
+from tests.servers import served
 
 ROOT = Path(__file__).resolve().parents[2]
 DURATION = os.environ.get("BENCH_HTTP_SECONDS", "5")
@@ -105,21 +106,8 @@ def main() -> None:
                     "SELECT run_digest FROM p_runs WHERE valid_to IS NULL ORDER BY run_digest LIMIT 1000"
                 )
             ]
-        ours, hello = _port(), _port()
+        hello = _port()
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        server = subprocess.Popen(
-            [
-                str(Path(sys.executable).parent / "benchproof"),
-                "serve",
-                "--data",
-                str(data),
-                "--port",
-                str(ours),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env=env,
-        )
         peer = subprocess.Popen(
             [
                 sys.executable,
@@ -137,38 +125,38 @@ def main() -> None:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        try:
-            _wait(f"http://127.0.0.1:{ours}/healthz", server)
-            _wait(f"http://127.0.0.1:{hello}/", peer)
-            base = f"http://127.0.0.1:{ours}"
-            # A warm server: each run's JSON and page are built once before the clock starts
-            # (a first request builds and caches the dossier; steady state is what is measured).
-            with httpx.Client(base_url=base) as warm:
-                for d in digests:
-                    warm.get(f"/v1/runs/{d}").raise_for_status()
-                    warm.get(f"/runs/{d[7:19]}").raise_for_status()
-            # One unmeasured pass of load on each server first, so neither's first round pays
-            # for its allocator and caches warming up under concurrency.
-            _wrk(f"http://127.0.0.1:{hello}", ["/"], Path(tmp))
-            _wrk(base, [f"/v1/runs/{d}" for d in digests], Path(tmp))
-            # Rounds alternate the peer and ours, so a drift of the machine's speed (a shared
-            # VM's CPUs are noisy) falls on both; the medians of the rounds are reported.
-            rounds: dict[str, list[tuple[float, float]]] = {
-                "hello": [],
-                "run": [],
-                "page": [],
-                "hot": [],
-            }
-            for _ in range(ROUNDS):
-                rounds["hello"].append(_wrk(f"http://127.0.0.1:{hello}", ["/"], Path(tmp)))
-                rounds["run"].append(_wrk(base, [f"/v1/runs/{d}" for d in digests], Path(tmp)))
-                rounds["page"].append(_wrk(base, [f"/runs/{d[7:19]}" for d in digests], Path(tmp)))
-                rounds["hot"].append(_wrk(base, [f"/v1/runs/{digests[0]}"], Path(tmp)))
-            ratios = [r[0] / h[0] for r, h in zip(rounds["run"], rounds["hello"], strict=True)]
-        finally:
-            for proc in (server, peer):
-                proc.terminate()
-                proc.wait(10)
+        with served(data) as base:
+            try:
+                _wait(f"http://127.0.0.1:{hello}/", peer)
+                # A warm server: each run's JSON and page are built once before the clock starts
+                # (a first request builds and caches the dossier; steady state is what is measured).
+                with httpx.Client(base_url=base) as warm:
+                    for d in digests:
+                        warm.get(f"/v1/runs/{d}").raise_for_status()
+                        warm.get(f"/runs/{d[7:19]}").raise_for_status()
+                # One unmeasured pass of load on each server first, so neither's first round pays
+                # for its allocator and caches warming up under concurrency.
+                _wrk(f"http://127.0.0.1:{hello}", ["/"], Path(tmp))
+                _wrk(base, [f"/v1/runs/{d}" for d in digests], Path(tmp))
+                # Rounds alternate the peer and ours, so a drift of the machine's speed (a shared
+                # VM's CPUs are noisy) falls on both; the medians of the rounds are reported.
+                rounds: dict[str, list[tuple[float, float]]] = {
+                    "hello": [],
+                    "run": [],
+                    "page": [],
+                    "hot": [],
+                }
+                for _ in range(ROUNDS):
+                    rounds["hello"].append(_wrk(f"http://127.0.0.1:{hello}", ["/"], Path(tmp)))
+                    rounds["run"].append(_wrk(base, [f"/v1/runs/{d}" for d in digests], Path(tmp)))
+                    rounds["page"].append(
+                        _wrk(base, [f"/runs/{d[7:19]}" for d in digests], Path(tmp))
+                    )
+                    rounds["hot"].append(_wrk(base, [f"/v1/runs/{digests[0]}"], Path(tmp)))
+                ratios = [r[0] / h[0] for r, h in zip(rounds["run"], rounds["hello"], strict=True)]
+            finally:
+                peer.terminate()
+                peer.wait(10)
     (hello_rps, hello_p99), (run_rps, run_p99) = _median(rounds["hello"]), _median(rounds["run"])
     (page_rps, page_p99), (hot_rps, hot_p99) = _median(rounds["page"]), _median(rounds["hot"])
     line("litestar hello-world (peer)", hello_rps, "req/s", f"p99 {hello_p99:.1f} ms")

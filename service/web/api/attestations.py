@@ -20,7 +20,7 @@ from service.web.caching import etag_of, respond, settled
 from service.web.deps import LedgerDep, ReaderDep
 from service.web.guards import operator_post
 from service.web.limiting import GateDep, Quota
-from service.web.params import BAD_REQUEST, AsOf, answer, as_of, problem
+from service.web.params import BAD_REQUEST, After, AsOf, Limit, answer, as_of, problem
 from service.web.reads import Reader
 
 __all__ = ["HANDLERS", "post_on_run"]
@@ -62,10 +62,8 @@ async def attestation_list(
     ] = None,
     kind: Annotated[str | None, QueryParameter(description="the predicate's kind")] = None,
     attester: Annotated[str | None, QueryParameter(description="the attester's key id")] = None,
-    after: Annotated[
-        str | None, QueryParameter(description="keyset cursor: a previous page's `next`")
-    ] = None,
-    limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
+    after: After = None,
+    limit: Limit = 100,
 ) -> Response[bytes]:
     """Attestations (hidden ones left out), oldest first, a page at a time."""
     at = as_of(reader, as_of_text)

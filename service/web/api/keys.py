@@ -8,11 +8,11 @@ key the rerunner role (operators only). The public writes count against the rate
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
 from litestar import Request, Response, get, post
-from litestar.params import FromPath, JSONBody, QueryParameter, RawBody
+from litestar.params import FromPath, JSONBody, RawBody
 
 from service.app import keyadmin, keylist, keys
 from service.state import Challenge
@@ -21,7 +21,7 @@ from service.web.caching import etag_of, respond
 from service.web.deps import LedgerDep, ReaderDep
 from service.web.guards import bearer_token, operator_post
 from service.web.limiting import GateDep
-from service.web.params import BAD_REQUEST, OPERATOR_TOKEN, answer, problem
+from service.web.params import BAD_REQUEST, OPERATOR_TOKEN, After, Limit, answer, problem
 from service.web.problems import Unauthorized
 
 __all__ = ["HANDLERS"]
@@ -91,10 +91,8 @@ def register(
 async def key_list(
     request: Request[Any, Any, Any],
     reader: ReaderDep,
-    after: Annotated[
-        str | None, QueryParameter(description="keyset cursor: a previous page's `next`")
-    ] = None,
-    limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
+    after: After = None,
+    limit: Limit = 100,
 ) -> Response[bytes]:
     """The keys the log registered, by registration position, a page at a time."""
     body = _ENC.encode(keylist.key_page(reader.conn, reader.log, after=after, limit=limit))
@@ -129,10 +127,8 @@ async def key_entries(
     request: Request[Any, Any, Any],
     reader: ReaderDep,
     key_id: FromPath[str],
-    after: Annotated[
-        str | None, QueryParameter(description="keyset cursor: a previous page's `next`")
-    ] = None,
-    limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
+    after: After = None,
+    limit: Limit = 100,
 ) -> Response[bytes]:
     """The entries the key signed (every kind: registrations, attestations, withdrawals,
     reruns; for the index key, the index's own events), oldest first, a page at a time."""

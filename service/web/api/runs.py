@@ -13,7 +13,7 @@ from service.app import runs
 from service.dossier import Dossier
 from service.web.caching import etag_of, respond, settled
 from service.web.deps import ReaderDep
-from service.web.params import BAD_REQUEST, RUN_ERRORS, AsOf, answer, as_of
+from service.web.params import BAD_REQUEST, RUN_ERRORS, AsOf, Limit, answer, as_of
 from service.web.reads import Reader
 
 __all__ = ["HANDLERS"]
@@ -92,7 +92,7 @@ async def runs_list(
     after: Annotated[
         str | None, QueryParameter(description="keyset cursor: the last runDigest seen")
     ] = None,
-    limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
+    limit: Limit = 100,
 ) -> Response[bytes]:
     """Runs ordered by digest, a page at a time (``next`` is the cursor for ``after``)."""
     at = as_of(reader, as_of_text)
