@@ -246,19 +246,8 @@ def _rerun(view: RunView, event: RerunCompleted | RerunCompletedV2, ctx: Context
     value = to_ns(measured.value, measured.unit) if measured is not None else None
     # One measured value stands for the statistic the policy names: it is held against the
     # margin as it is (a v1 rerun carries no samples to count).
-    judged = judge(
-        () if value is None else (value,),
-        reported,
-        msgspec.structs.replace(
-            ctx.tolerance,
-            default=msgspec.structs.replace(ctx.tolerance.default, minSamples=1),
-            families={
-                k: msgspec.structs.replace(t, minSamples=1)
-                for k, t in ctx.tolerance.families.items()
-            },
-        ),
-        family,
-    )
+    samples = () if value is None else (value,)
+    judged = judge(samples, reported, ctx.tolerance, family, at_least=1)
     return Rerun(
         seq=ctx.seq,
         rerunner=event.rerunner,

@@ -126,20 +126,24 @@ def judge(
     reported_ns: float | None,
     policy: TolerancePolicy,
     family: str | None,
+    *,
+    at_least: int | None = None,
 ) -> Judgement:
-    """Whether ``samples`` (ns) match the reported value ``reported_ns`` under ``policy``."""
+    """Whether ``samples`` (ns) match the reported value ``reported_ns`` under ``policy``;
+    ``at_least`` replaces the policy's ``minSamples`` (a v1 rerun's one measured value)."""
     tolerance = policy.of(family)
     name = tolerance.statistic
     if reported_ns is None or reported_ns <= 0:
         return Judgement(False, name, None, reported_ns, policy.version, "no reported time")
-    if len(samples) < tolerance.minSamples:
+    needed = tolerance.minSamples if at_least is None else at_least
+    if len(samples) < needed:
         return Judgement(
             False,
             name,
             None,
             reported_ns,
             policy.version,
-            f"{len(samples)} samples, the policy asks for {tolerance.minSamples}",
+            f"{len(samples)} samples, the policy asks for {needed}",
         )
     if not all(math.isfinite(x) and x > 0 for x in samples):
         return Judgement(False, name, None, reported_ns, policy.version, "a sample is not valid")
