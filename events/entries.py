@@ -139,6 +139,7 @@ DIGEST_NAMED = frozenset(
         "report.filed.v1",
         "rerun.requested.v1",
         "rerun.claimed.v1",
+        "rerun.claimed.v2",
         "rerun.completed.v1",
         "rerun.completed.v2",
         "citation.notarized.v1",

@@ -20,8 +20,10 @@ from events.types import (
     AnyEvent,
     ManifestRecorded,
     PolicyChanged,
+    RerunClaimedV2,
     RerunCompleted,
     RerunCompletedV2,
+    RerunRequested,
     RunIngested,
     RunRetracted,
     RunSuperseded,
@@ -213,7 +215,14 @@ class Batch:
                 return sorted(targets)
             case ManifestRecorded():
                 return sorted(self.waiters(event.digest))
-            case RunSuperseded() | RunRetracted() | RerunCompleted() | RerunCompletedV2():
+            case (
+                RunSuperseded()
+                | RunRetracted()
+                | RerunRequested()
+                | RerunClaimedV2()
+                | RerunCompleted()
+                | RerunCompletedV2()
+            ):
                 return [event.runDigest]
             case _:
                 return []

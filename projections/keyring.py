@@ -23,6 +23,7 @@ from events.types import (
     ReportFiled,
     ReportResolved,
     RerunClaimed,
+    RerunClaimedV2,
     RerunCompleted,
     RerunCompletedV2,
     RerunRequested,
@@ -115,6 +116,7 @@ def fold_keys(
             | ReportResolved()
             | RerunRequested()
             | RerunClaimed()
+            | RerunClaimedV2()
             | RerunCompleted()
             | RerunCompletedV2()
             | PolicyChanged()

@@ -23,6 +23,7 @@ from events.types import (
     ReportFiled,
     ReportResolved,
     RerunClaimed,
+    RerunClaimedV2,
     RerunCompleted,
     RerunCompletedV2,
     RerunRequested,
@@ -133,6 +134,18 @@ def record_ops(event: AnyEvent, ctx: Context, carried: dict[str, dict[str, Any]]
                 at,
                 ctx.recordedAt,
                 None,
+                _ENC.encode(event),
+            )
+            return (Insert("p_reruns", row),)
+        case RerunClaimedV2():
+            row = (
+                ctx.payloadDigest,
+                event.runDigest,
+                "claimed",
+                event.worker,
+                at,
+                ctx.recordedAt,
+                event.requestId,
                 _ENC.encode(event),
             )
             return (Insert("p_reruns", row),)

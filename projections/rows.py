@@ -16,7 +16,8 @@ import msgspec
 
 from projections import schema
 from projections.changes import RowChanges
-from projections.tolerance import DEFAULT_POLICY, POLICY_NAME, TolerancePolicy, policy_from
+from projections.queries import tolerance_policy
+from projections.tolerance import TolerancePolicy
 from projections.views import GroupView, LeaderChange, Member, RunView
 
 __all__ = ["LoadedGroup", "RowStore"]
@@ -51,16 +52,8 @@ class RowStore:
     # --- loading ---------------------------------------------------------------------------
 
     def tolerance_policy(self) -> TolerancePolicy:
-        """The tolerance policy in force after the rows written so far: the latest valid one
-        the index recorded, or the built-in default (a log from before policies)."""
-        for version, parameters in self.conn.execute(
-            "SELECT version, parameters FROM p_policies WHERE policy = ? ORDER BY valid_from DESC",
-            (POLICY_NAME,),
-        ):
-            policy = policy_from(version, msgspec.json.decode(parameters))
-            if policy is not None:
-                return policy
-        return DEFAULT_POLICY
+        """The tolerance policy in force after the rows written so far."""
+        return tolerance_policy(self.conn)
 
     def current_run(self, digest: str) -> RunView | None:
         """The current view of one run, if the database holds it."""

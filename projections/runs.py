@@ -33,6 +33,7 @@ from events.types import (
     ReportFiled,
     ReportResolved,
     RerunClaimed,
+    RerunClaimedV2,
     RerunCompleted,
     RerunCompletedV2,
     RerunRequested,
@@ -44,7 +45,14 @@ from events.types import (
 from projections.evidence import evidence_of, with_evidence
 from projections.resolve import resolve, resolved_fields
 from projections.tolerance import DEFAULT_POLICY, TolerancePolicy, judge, to_ns
-from projections.views import Direction, EvidenceLevel, Rerun, RunView
+from projections.views import (
+    Direction,
+    EvidenceLevel,
+    Rerun,
+    RerunRequest,
+    RunView,
+    instant_of,
+)
 
 __all__ = ["Context", "carried_manifests", "direction_of", "fold_run", "referenced"]
 
@@ -265,6 +273,47 @@ def _rerun(view: RunView, event: RerunCompleted | RerunCompletedV2, ctx: Context
     )
 
 
+def _request(view: RunView, request_id: str) -> RerunRequest | None:
+    return next((r for r in view.rerunRequests if r.requestId == request_id), None)
+
+
+def _with_request(view: RunView, changed: RerunRequest) -> tuple[RerunRequest, ...]:
+    return tuple(changed if r.requestId == changed.requestId else r for r in view.rerunRequests)
+
+
+def _claimed(view: RunView, event: RerunClaimedV2, ctx: Context) -> RerunRequest | None:
+    """The request after this claim, or None if the claim does not count: a rerunner key
+    claiming for itself an open request that no other worker's lease holds at the claim's
+    recording time (the lease's own end decides, so replay decides the same)."""
+    request = _request(view, event.requestId)
+    if (
+        request is None
+        or request.completedSeq is not None
+        or ctx.signerRole != "rerunner"
+        or ctx.signer != event.worker
+        or not _after(event.leaseUntil, ctx.recordedAt)
+        or (request.claimer not in (None, event.worker) and request.leased_at(ctx.recordedAt))
+    ):
+        return None
+    return msgspec.structs.replace(
+        request, claimer=event.worker, leaseUntil=event.leaseUntil, claimedSeq=ctx.seq
+    )
+
+
+def _after(later: str, earlier: str) -> bool:
+    a, b = instant_of(later), instant_of(earlier)
+    return a is not None and b is not None and a > b
+
+
+def _answered(view: RunView, event: RerunCompletedV2, ctx: Context) -> RerunRequest | None:
+    """The request a v2 result answers, marked completed; None if the result does not count:
+    only the key whose claim holds the request answers it, once."""
+    request = _request(view, event.requestId)
+    if request is None or request.completedSeq is not None or request.claimer != ctx.signer:
+        return None
+    return msgspec.structs.replace(request, completedSeq=ctx.seq)
+
+
 def fold_run(digest: str, view: RunView | None, event: AnyEvent, ctx: Context) -> RunView | None:
     """The run ``digest`` after ``event`` (None while the run is not in the log)."""
     match event:
@@ -289,7 +338,31 @@ def fold_run(digest: str, view: RunView | None, event: AnyEvent, ctx: Context) -
             if view is None or event.runDigest != digest or view.retractedReason is not None:
                 return view
             return with_evidence(_replace(view, retractedReason=event.reason))
-        case RerunCompleted() | RerunCompletedV2():
+        case RerunRequested():
+            if view is None or event.runDigest != digest or ctx.signerRole != "index":
+                return view
+            request = RerunRequest(ctx.payloadDigest, ctx.seq, event.reason)
+            return _replace(view, rerunRequests=(*view.rerunRequests, request))
+        case RerunClaimedV2():
+            claimed = _claimed(view, event, ctx) if view is not None else None
+            if view is None or event.runDigest != digest or claimed is None:
+                return view
+            return _replace(view, rerunRequests=_with_request(view, claimed))
+        case RerunCompletedV2():
+            if view is None or event.runDigest != digest or ctx.signerRole != "rerunner":
+                return view
+            answered = _answered(view, event, ctx)
+            if answered is None:
+                return view
+            rerun = _rerun(view, event, ctx)
+            return with_evidence(
+                _replace(
+                    view,
+                    reruns=(*view.reruns, rerun),
+                    rerunRequests=_with_request(view, answered),
+                )
+            )
+        case RerunCompleted():
             if view is None or event.runDigest != digest or ctx.signerRole != "rerunner":
                 return view
             rerun = _rerun(view, event, ctx)
@@ -300,7 +373,6 @@ def fold_run(digest: str, view: RunView | None, event: AnyEvent, ctx: Context) -
             | AttestationWithdrawn()
             | AttestationHidden()
             | ReportResolved()
-            | RerunRequested()
             | RerunClaimed()
             | KeyRegistered()
             | KeyRevoked()

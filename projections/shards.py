@@ -49,8 +49,10 @@ from events.errors import EventError, LogCorrupted, LogError
 from events.stores.sqlite import SqliteLog
 from events.types import (
     AnyEvent,
+    RerunClaimedV2,
     RerunCompleted,
     RerunCompletedV2,
+    RerunRequested,
     RunIngested,
     RunRetracted,
     RunSuperseded,
@@ -151,6 +153,16 @@ Change = tuple[int, str, int, str, MemberChange, _Seed]
 
 
 _WAITED_ON = ("run.ingested.v1", "manifest.recorded.v1")
+# Events whose subject must be their run: another subject cannot be routed to its shard.
+_RUN_EVENTS = (
+    RunIngested,
+    RunSuperseded,
+    RunRetracted,
+    RerunRequested,
+    RerunClaimedV2,
+    RerunCompleted,
+    RerunCompletedV2,
+)
 # Folded by every shard: the keyring (a rerun's signer must hold the rerunner role) and the
 # policies (a rerun is judged by the tolerance policy in force at its position).
 _EVERY_SHARD = ("key.", "policy.")
@@ -181,10 +193,7 @@ class _ShardBatch(Batch):
     def targets(self, event: AnyEvent, carried: dict[str, Any]) -> list[str]:
         if (
             self.owned
-            and isinstance(
-                event,
-                RunIngested | RunSuperseded | RunRetracted | RerunCompleted | RerunCompletedV2,
-            )
+            and isinstance(event, _RUN_EVENTS)
             and shard_of(event.runDigest, self.workers) != self.shard
         ):
             raise Unshardable(f"a {type(event).__name__} entry's subject is not its run")

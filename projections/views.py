@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal
 
 import msgspec
@@ -35,6 +36,34 @@ class Rerun(msgspec.Struct, frozen=True, omit_defaults=True):
     requestId: str | None = None
     harness: str | None = None
     environment: dict[str, Any] | None = None
+
+
+class RerunRequest(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A rerun the index asked for (``requestId``: its entry's payload digest), and who holds
+    it: the worker whose claim counted and until when, and whether a result answered it."""
+
+    requestId: str
+    seq: int
+    reason: str
+    claimer: str | None = None
+    leaseUntil: str | None = None
+    claimedSeq: int | None = None
+    completedSeq: int | None = None
+
+    def leased_at(self, instant: str) -> bool:
+        """Whether a worker's lease runs at ``instant`` (RFC 3339, as the log records)."""
+        until = instant_of(self.leaseUntil)
+        now = instant_of(instant)
+        return until is not None and now is not None and until > now
+
+
+def instant_of(text: str | None) -> datetime | None:
+    """An RFC 3339 instant with its offset (``Z`` or ``±hh:mm``), or None if it is not one."""
+    try:
+        when = datetime.fromisoformat(text) if text is not None else None
+    except ValueError:
+        return None
+    return when if when is not None and when.tzinfo is not None else None
 
 
 class RunView(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -95,6 +124,7 @@ class RunView(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     supersededReason: str | None = None
     retractedReason: str | None = None
     reruns: tuple[Rerun, ...] = ()
+    rerunRequests: tuple[RerunRequest, ...] = ()
     evidenceLevel: EvidenceLevel = "reported"
     evidenceReason: str = ""
 

@@ -45,6 +45,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "attestation.posted.v1": frozenset({"community", "rerunner"}),
     "attestation.withdrawn.v1": frozenset({"community", "rerunner"}),
     "rerun.claimed.v1": frozenset({"rerunner"}),
+    "rerun.claimed.v2": frozenset({"rerunner"}),
     "rerun.completed.v1": frozenset({"rerunner"}),
     "rerun.completed.v2": frozenset({"rerunner"}),
 }

@@ -242,6 +242,28 @@ def rerun_v2(
     )
 
 
+def rerun_claim(
+    run_digest: str,
+    request_id: str,
+    key: SigningKey,
+    *,
+    lease_until: str = "2099-01-01T00:00:00Z",
+    environment: dict[str, str] | None = None,
+) -> Pending:
+    """A ``rerun.claimed.v2`` of ``request_id``, signed by the worker's key ``key``."""
+    from events.types import RerunClaimedV2
+
+    event = RerunClaimedV2(
+        runDigest=run_digest,
+        requestId=request_id,
+        worker=key.key_id,
+        leaseUntil=lease_until,
+        environment=environment
+        or {"kind": "gpu", "model": "NVIDIA B200", "architecture": "sm_100"},
+    )
+    return signed_event(event, run_digest, key)
+
+
 def attestation(run_digest: str, key: SigningKey, text: str = "reproduced") -> Pending:
     return statement(
         "attestation.posted.v1",

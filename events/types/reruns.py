@@ -27,11 +27,13 @@ class Measured(msgspec.Struct, frozen=True):
     value: float
 
 
-class RerunRequested(Event, frozen=True, tag="rerun.requested.v1"):
-    """The index asks for a controlled rerun of a run."""
+class RerunRequested(Event, frozen=True, tag="rerun.requested.v1", omit_defaults=True):
+    """The index asks for a controlled rerun of a run. ``requestedAt`` (the instant the
+    operator asked) makes two requests with the same reason two requests, not one entry."""
 
     runDigest: Sha256
     reason: str
+    requestedAt: str | None = None
 
 
 class RerunClaimed(Event, frozen=True, tag="rerun.claimed.v1"):
@@ -39,6 +41,19 @@ class RerunClaimed(Event, frozen=True, tag="rerun.claimed.v1"):
 
     requestId: Sha256
     worker: KeyId
+
+
+class RerunClaimedV2(Event, frozen=True, tag="rerun.claimed.v2"):
+    """A rerun worker takes a request until ``leaseUntil`` (RFC 3339, UTC), signed by its own
+    key (``worker``), declaring the environment it runs on (``kind``, ``model``,
+    ``architecture``). A claim counts only when a rerunner key makes it and no other worker's
+    lease is running at its recording time; a lease that ran out offers the request again."""
+
+    runDigest: Sha256
+    requestId: Sha256
+    worker: KeyId
+    leaseUntil: str
+    environment: dict[str, str]
 
 
 class RerunCompleted(Event, frozen=True, tag="rerun.completed.v1", omit_defaults=True):
@@ -82,4 +97,4 @@ class RerunCompletedV2(Event, frozen=True, tag="rerun.completed.v2"):
     harness: Harness
 
 
-RerunEvent = RerunRequested | RerunClaimed | RerunCompleted | RerunCompletedV2
+RerunEvent = RerunRequested | RerunClaimed | RerunClaimedV2 | RerunCompleted | RerunCompletedV2

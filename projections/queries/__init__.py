@@ -32,7 +32,7 @@ from projections.queries.lookups import (
     registered_sources,
     run_exists,
 )
-from projections.queries.manifests import manifest, run_manifest
+from projections.queries.manifests import manifest, run_bundle, run_manifest
 from projections.queries.moderation import (
     Attestation,
     AttestationState,
@@ -43,6 +43,7 @@ from projections.queries.moderation import (
     find_report,
     reports,
 )
+from projections.queries.policies import tolerance_policy
 from projections.queries.runs import (
     aliases_of,
     all_aliases,
@@ -88,6 +89,7 @@ __all__ = [
     "registered_sources",
     "reports",
     "resolve_run",
+    "run_bundle",
     "run_exists",
     "run_manifest",
     "run_versions",
@@ -97,4 +99,5 @@ __all__ = [
     "signed_counts",
     "sources",
     "stored_format",
+    "tolerance_policy",
 ]

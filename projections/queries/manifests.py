@@ -12,7 +12,7 @@ from events.port import LogReader
 from events.types import RunIngested
 from projections.queries._asof import JSON, at
 
-__all__ = ["manifest", "run_manifest"]
+__all__ = ["manifest", "run_bundle", "run_manifest"]
 
 
 def manifest(
@@ -29,11 +29,12 @@ def manifest(
     return body
 
 
-def run_manifest(
+def run_bundle(
     conn: sqlite3.Connection, log: LogReader, digest: str, as_of: int | None = None
-) -> dict[str, Any] | None:
-    """The manifest of the run ``digest``, if the log held the run at ``as_of``: read from the
-    run's ``run.ingested`` entry in ``log`` (the projections say where it is)."""
+) -> dict[str, dict[str, Any]] | None:
+    """The manifests the run ``digest`` was ingested with, by role (its own as ``run``), if the
+    log held the run at ``as_of``: read from the run's ``run.ingested`` entry in ``log`` (the
+    projections say where it is)."""
     # A run's first version is made by its run.ingested entry at position valid_from - 1.
     row = conn.execute(
         "SELECT min(valid_from) FROM p_runs WHERE run_digest = ? AND valid_from <= ?",
@@ -48,4 +49,12 @@ def run_manifest(
     event = decode_event(read_entry(leaf, position=seq))
     if not isinstance(event, RunIngested) or event.runDigest != digest:
         return None
-    return event.manifests["run"]
+    return event.manifests
+
+
+def run_manifest(
+    conn: sqlite3.Connection, log: LogReader, digest: str, as_of: int | None = None
+) -> dict[str, Any] | None:
+    """The manifest of the run ``digest`` (``run_bundle``'s ``run``)."""
+    bundle = run_bundle(conn, log, digest, as_of)
+    return None if bundle is None else bundle["run"]

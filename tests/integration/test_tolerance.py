@@ -4,12 +4,15 @@ change applies from its position on; a rerunner's identity is its registered nam
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from events.errors import EventError
-from events.types import KeyRotated, PolicyChanged
+from events.entries import Pending
+from events.types import KeyRotated, PolicyChanged, RerunRequested
 from keys import SigningKey
 from projections.queries import run_view
 from projections.tolerance import (
@@ -23,7 +26,15 @@ from projections.tolerance import (
 from service.app.replay import replay
 from service.ledger import Ledger
 from service.verification import verify_log
-from tests.builders import bundle, ingest_event, key_registration, rerun, rerun_v2, signed_event
+from tests.builders import (
+    bundle,
+    ingest_event,
+    key_registration,
+    rerun,
+    rerun_claim,
+    rerun_v2,
+    signed_event,
+)
 
 
 def _run(ledger: Ledger, value: int, author: int = 1) -> str:
@@ -36,6 +47,17 @@ def _rerunner(ledger: Ledger, key: SigningKey | None = None) -> SigningKey:
     key = key or SigningKey.generate()
     ledger.append([(key_registration(key, "rerunner"), key.key_id)])
     return key
+
+
+def _rerun_v2(
+    ledger: Ledger, digest: str, key: SigningKey, samples: list[float], **extra: Any
+) -> Pending:
+    """A v2 result of a fresh request of ``digest`` that ``key`` claimed (only the claimer's
+    result counts)."""
+    reason = f"test {len(samples)} at {ledger.store.refresh()}"  # each request its own entry
+    request = ledger.append([(RerunRequested(runDigest=digest, reason=reason), digest)])[0]
+    ledger.append_pending([rerun_claim(digest, request.payloadDigest, key)])
+    return rerun_v2(digest, key, samples, request_id=request.payloadDigest, **extra)
 
 
 def _level(ledger: Ledger, digest: str, as_of: int | None = None) -> str:
@@ -61,9 +83,11 @@ def test_init_records_the_default_policy(ledger: Ledger) -> None:
 def test_samples_are_judged_by_the_policy_in_force(ledger: Ledger) -> None:
     near, slow, fast = _run(ledger, 1000, 1), _run(ledger, 1000, 2), _run(ledger, 1000, 3)
     key = _rerunner(ledger)
-    ledger.append_pending([rerun_v2(near, key, [1040.0, 980.0, 1010.0, 1005.0, 995.0])])
-    ledger.append_pending([rerun_v2(slow, key, [1500.0] * 5)])
-    ledger.append_pending([rerun_v2(fast, key, [500.0] * 5)])  # faster misses too (symmetric)
+    ledger.append_pending([_rerun_v2(ledger, near, key, [1040.0, 980.0, 1010.0, 1005.0, 995.0])])
+    ledger.append_pending([_rerun_v2(ledger, slow, key, [1500.0] * 5)])
+    ledger.append_pending(
+        [_rerun_v2(ledger, fast, key, [500.0] * 5)]
+    )  # faster misses too (symmetric)
     assert [_level(ledger, d) for d in (near, slow, fast)] == ["verified", "disputed", "disputed"]
     view = run_view(ledger.store.session, slow)
     assert view is not None
@@ -81,8 +105,8 @@ def test_samples_are_judged_by_the_policy_in_force(ledger: Ledger) -> None:
 def test_too_few_samples_or_failed_correctness_dispute(ledger: Ledger) -> None:
     few, wrong = _run(ledger, 1000, 1), _run(ledger, 1000, 2)
     key = _rerunner(ledger)
-    ledger.append_pending([rerun_v2(few, key, [1000.0] * 4)])
-    ledger.append_pending([rerun_v2(wrong, key, [1000.0] * 5, passed=False)])
+    ledger.append_pending([_rerun_v2(ledger, few, key, [1000.0] * 4)])
+    ledger.append_pending([_rerun_v2(ledger, wrong, key, [1000.0] * 5, passed=False)])
     assert [_level(ledger, d) for d in (few, wrong)] == ["disputed", "disputed"]
     view = run_view(ledger.store.session, few)
     assert view is not None and "4 samples" in (view.reruns[0].why or "")
@@ -101,22 +125,24 @@ def test_a_v1_flag_is_never_trusted(ledger: Ledger) -> None:
 def test_a_verdict_in_a_v2_statement_is_malformed(ledger: Ledger) -> None:
     digest = _run(ledger, 1000)
     key = _rerunner(ledger)
+    verdict = _rerun_v2(ledger, digest, key, [1000.0] * 5, withinTolerance=True)
+    negative = _rerun_v2(ledger, digest, key, [1000.0, -1.0, 1000.0, 1000.0, 1000.0])
     size = ledger.store.refresh()
     with pytest.raises(EventError, match="withinTolerance"):
-        ledger.append_pending([rerun_v2(digest, key, [1000.0] * 5, withinTolerance=True)])
+        ledger.append_pending([verdict])
     with pytest.raises(EventError):
-        ledger.append_pending([rerun_v2(digest, key, [1000.0, -1.0, 1000.0, 1000.0, 1000.0])])
+        ledger.append_pending([negative])
     assert ledger.store.refresh() == size
 
 
 def test_a_policy_change_applies_from_its_position_and_never_rewrites(ledger: Ledger) -> None:
     earlier, later = _run(ledger, 1000, 1), _run(ledger, 1000, 2)
     key = _rerunner(ledger)
-    ledger.append_pending([rerun_v2(earlier, key, [1080.0] * 5)])  # 8 %: within 10 %
+    ledger.append_pending([_rerun_v2(ledger, earlier, key, [1080.0] * 5)])  # 8 %: within 10 %
     before_change = ledger.store.refresh()
     strict = TolerancePolicy(version="tolerance-strict", default=Tolerance(relativeMargin=0.05))
     _policy(ledger, strict)
-    ledger.append_pending([rerun_v2(later, key, [1080.0] * 5)])  # 8 %: outside 5 %
+    ledger.append_pending([_rerun_v2(ledger, later, key, [1080.0] * 5)])  # 8 %: outside 5 %
     assert _level(ledger, earlier) == "verified"  # judged under the policy of its position
     assert _level(ledger, later) == "disputed"
     view = run_view(ledger.store.session, later)
@@ -127,7 +153,7 @@ def test_a_policy_change_applies_from_its_position_and_never_rewrites(ledger: Le
     )
     _policy(ledger, lenient)
     faster = _run(ledger, 1000, 3)
-    ledger.append_pending([rerun_v2(faster, key, [700.0] * 5)])
+    ledger.append_pending([_rerun_v2(ledger, faster, key, [700.0] * 5)])
     assert _level(ledger, faster) == "verified"
     assert replay(ledger).ok
 
@@ -142,7 +168,7 @@ def test_a_policy_that_is_not_one_or_not_from_the_index_is_void(ledger: Ledger) 
     event = PolicyChanged(policy=POLICY_NAME, version="loose", parameters=loose.parameters())
     ledger.append_pending([signed_event(event, POLICY_NAME, community)])
     digest = _run(ledger, 1000)
-    ledger.append_pending([rerun_v2(digest, _rerunner(ledger), [3000.0] * 5)])
+    ledger.append_pending([_rerun_v2(ledger, digest, _rerunner(ledger), [3000.0] * 5)])
     view = run_view(ledger.store.session, digest)
     assert view is not None and view.reruns[0].policyVersion == DEFAULT_POLICY.version
     assert view.evidenceLevel == "disputed"
@@ -152,14 +178,14 @@ def test_a_rotated_rerunner_is_one_identity(ledger: Ledger) -> None:
     digest = _run(ledger, 1000)
     old, new = SigningKey.generate(), SigningKey.generate()
     _rerunner(ledger, old)
-    ledger.append_pending([rerun_v2(digest, old, [1000.0] * 5)])
+    ledger.append_pending([_rerun_v2(ledger, digest, old, [1000.0] * 5)])
     rotation = KeyRotated(
         keyId=old.key_id, newKeyId=new.key_id, newPublicKey=key_registration(new, "x").publicKey
     )
     ledger.append_pending([signed_event(rotation, old.key_id, old)])
-    ledger.append_pending([rerun_v2(digest, new, [1000.0] * 5)])
+    ledger.append_pending([_rerun_v2(ledger, digest, new, [1000.0] * 5)])
     assert _level(ledger, digest) == "verified"  # the same name: not a replication
-    ledger.append_pending([rerun_v2(digest, _rerunner(ledger), [1000.0] * 5)])
+    ledger.append_pending([_rerun_v2(ledger, digest, _rerunner(ledger), [1000.0] * 5)])
     assert _level(ledger, digest) == "replicated"
     assert replay(ledger).ok
 
