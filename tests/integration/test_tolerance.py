@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from events.errors import EventError
 from events.entries import Pending
+from events.errors import EventError
 from events.types import KeyRotated, PolicyChanged, RerunRequested
 from keys import SigningKey
 from projections.queries import run_view
