@@ -63,6 +63,7 @@ __all__ = [
     "post_attestation",
     "post_attestation_async",
     "predicate_schema",
+    "receipt",
     "show_attestation",
     "statement_of",
 ]
@@ -272,7 +273,7 @@ def _check(ledger: Ledger, ref: str, body: bytes, reads: SqliteLog) -> _Checked:
     return _Checked(pending, keyid, still_valid, next(iter(known.items())) if known else None)
 
 
-def _receipt(ledger: Ledger, reads: SqliteLog, entry_id: str, seq: int, new: bool) -> Posting:
+def receipt(ledger: Ledger, reads: SqliteLog, entry_id: str, seq: int, new: bool) -> Posting:
     """Where the entry landed, with a checkpoint that covers it and its inclusion proof."""
     # The commit wrote a checkpoint covering the entry; a later one covers it too.
     checkpoint = reads.latest_checkpoint()
@@ -310,10 +311,10 @@ def post_attestation(
             return post_attestation(ledger, ref, body, admit=admit, reads=opened)
     checked = _check(ledger, ref, body, reads)
     if checked.known is not None:
-        return _receipt(ledger, reads, *checked.known, new=False)
+        return receipt(ledger, reads, *checked.known, new=False)
     admit(checked.attester)
     appended = ledger.append_pending([checked.pending], check=checked.still_valid)[0]
-    return _receipt(ledger, reads, appended.payloadDigest, appended.seq, appended.new)
+    return receipt(ledger, reads, appended.payloadDigest, appended.seq, appended.new)
 
 
 async def post_attestation_async(
@@ -329,10 +330,10 @@ async def post_attestation_async(
     ``append_pending_async``)."""
     checked = _check(ledger, ref, body, reads)
     if checked.known is not None:
-        return _receipt(ledger, reads, *checked.known, new=False)
+        return receipt(ledger, reads, *checked.known, new=False)
     await admit(checked.attester)
     appended = (await ledger.append_pending_async([checked.pending], check=checked.still_valid))[0]
-    return _receipt(ledger, reads, appended.payloadDigest, appended.seq, appended.new)
+    return receipt(ledger, reads, appended.payloadDigest, appended.seq, appended.new)
 
 
 class AttestationPage(msgspec.Struct, frozen=True):

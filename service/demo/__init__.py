@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from projections.queries import has_runs
+from service.demo.cpu import SOURCE, load_cpu_run
 from service.ingest.api import plan_import
 from service.ingest.core import Plan, commit
 from service.ledger import init_data_dir
@@ -50,3 +51,4 @@ def prepare_demo(root: Path) -> None:
             plan = _without_excluded(plan_import(source, paths, skip_invalid=True))
             result = commit(ledger, plan)
             sys.stderr.write(f"benchproof: demo {source}: {result.summary()}\n")
+        sys.stderr.write(f"benchproof: demo {SOURCE}: {load_cpu_run(ledger)}\n")

@@ -102,9 +102,10 @@ def measure(
     log: Callable[[str], None],
 ) -> list[int]:
     """Time ``count`` calls of ``call`` (ns each, ``perf_counter_ns``) after ``warmups`` untimed
-    ones. Deadlines are ``perf_counter_ns`` instants; a call is skipped when it would end past
-    ``soft_deadline_ns`` (past ``hard_deadline_ns`` while fewer than ``at_least`` are taken),
-    judged by the previous call's duration. At least one sample is always taken."""
+    ones. Deadlines are ``perf_counter_ns`` instants: warming up or sampling stops when the next
+    call would end past ``soft_deadline_ns`` (past ``hard_deadline_ns`` while fewer than
+    ``at_least`` samples are taken), judged by the previous call's duration. At least one sample
+    is always taken. Progress goes to ``log``."""
     last = 0
     log("warming up")
     for _ in range(warmups):
@@ -114,6 +115,7 @@ def measure(
         call()
         last = time.perf_counter_ns() - begin
     samples: list[int] = []
+    every = max(10, count // 20)  # about twenty progress lines, whatever the count
     while len(samples) < count:
         begin = time.perf_counter_ns()
         deadline = soft_deadline_ns if len(samples) >= at_least else hard_deadline_ns
@@ -123,7 +125,7 @@ def measure(
         call()
         last = time.perf_counter_ns() - begin
         samples.append(last)
-        if len(samples) % 10 == 0 or len(samples) == count:
+        if len(samples) % every == 0 or len(samples) == count:
             log(f"sample {len(samples)}/{count}")
     return samples
 

@@ -31,12 +31,14 @@ def _cpuinfo() -> dict[str, str]:
 
 def detect() -> dict[str, str]:
     """This machine's CPU: ``kind`` "cpu", ``model`` (/proc/cpuinfo's first "model name", else
-    ``platform.processor()``, else "unknown CPU"), ``architecture`` (``platform.machine()``) and
+    ``platform.processor()``, else "unknown"; with " (CPU)" added when it does not say CPU), ``architecture`` (``platform.machine()``) and
     ``vendor`` (/proc/cpuinfo's "vendor_id") when known."""
     info = _cpuinfo()
+    model = info.get("model name") or platform.processor().strip() or "unknown"
     environment = {
         "kind": "cpu",
-        "model": info.get("model name") or platform.processor().strip() or "unknown CPU",
+        # Named as a CPU wherever it is shown ("AMD EPYC 7B13 64-Core Processor" does not say so).
+        "model": model if "cpu" in model.lower() else f"{model} (CPU)",
         "architecture": platform.machine() or "unknown",
     }
     if vendor := info.get("vendor_id"):

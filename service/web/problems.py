@@ -54,6 +54,15 @@ from service.app.moderation import (
     UnknownReport,
 )
 from service.app.report import InvalidReport
+from service.app.reruns import (
+    EnvironmentMismatch,
+    InvalidResult,
+    NotRerunner,
+    NotTheClaimer,
+    RequestClosed,
+    RequestLeased,
+    UnknownRequest,
+)
 from service.errors import InvalidInput, NotFound, ServiceError, UsageError
 from service.limits import RateLimited
 from service.state import ChallengeExpired, ChallengeForeign, ChallengeUnknown, ChallengeUsed
@@ -160,6 +169,26 @@ PROBLEMS: dict[type[Exception], ProblemSpec] = {
     UnknownReport: ProblemSpec(f"{BASE}/unknown-report", "No report has this id", 404),
     AlreadyResolved: ProblemSpec(
         f"{BASE}/already-resolved", "The report was resolved or dismissed already", 409
+    ),
+    # Reruns (issue 14).
+    UnknownRequest: ProblemSpec(
+        f"{BASE}/unknown-rerun-request", "No rerun request has this id", 404
+    ),
+    NotRerunner: ProblemSpec(
+        f"{BASE}/not-rerunner", "The key does not hold the rerunner role", 403
+    ),
+    NotTheClaimer: ProblemSpec(
+        f"{BASE}/not-the-claimer", "Only the worker whose claim holds the request answers it", 403
+    ),
+    RequestClosed: ProblemSpec(f"{BASE}/rerun-answered", "The request was answered already", 409),
+    RequestLeased: ProblemSpec(
+        f"{BASE}/rerun-leased", "Another worker's lease holds the request", 409
+    ),
+    EnvironmentMismatch: ProblemSpec(
+        f"{BASE}/environment-mismatch", "Not the environment the run needs", 422
+    ),
+    InvalidResult: ProblemSpec(
+        f"{BASE}/invalid-rerun-result", "Not a rerun result the v2 predicate allows", 400
     ),
     RateLimited: ProblemSpec(f"{BASE}/rate-limited", "Too many requests", 429),
     NotFound: ProblemSpec(f"{BASE}/not-found", "Not found", 404),

@@ -21,18 +21,18 @@ from litestar.params import FromPath, RawBody
 
 from service.app.attest import Posted
 from service.errors import NotFound
-from service.ledger import Ledger
-from service.web.api import attestations, groups, keys, log, operator, reports, runs
-from service.web.deps import ServicesDep
-from service.web.limiting import Quota
+from service.web.api import attestations, groups, keys, log, operator, reports, reruns, runs
+from service.web.deps import Services, ServicesDep
 from service.web.params import RUN_ERRORS, problem
-from service.web.reads import Reader
 
 __all__ = ["API_HANDLERS"]
 
-_POSTS: dict[str, Callable[[Ledger, Reader, Quota, str, bytes], Awaitable[Response[bytes]]]] = {
+_POSTS: dict[
+    str, Callable[[Request[Any, Any, Any], Services, str, bytes], Awaitable[Response[bytes]]]
+] = {
     "/attestations": attestations.post_on_run,
     "/reports": reports.post_on_run,
+    "/reruns": reruns.request_on_run,
 }
 
 
@@ -60,14 +60,13 @@ async def run_post(
 ) -> Response[bytes]:
     """``POST /v1/runs/{ref}/attestations``: the body is the attester's DSSE envelope over an
     in-toto Statement v1 about the run (predicate: ``GET /schemas/attestation/v1``).
-    ``POST /v1/runs/{ref}/reports``: ``{"reason", "text"}``, anonymous."""
+    ``POST /v1/runs/{ref}/reports``: ``{"reason", "text"}``, anonymous.
+    ``POST /v1/runs/{ref}/reruns``: ``{"reason"}``, operators only (a bearer token)."""
     ref = ref.lstrip("/")
     for suffix, answer in _POSTS.items():
         if ref.endswith(suffix):
-            quota = services.gate.quota(request)
-            reference = ref.removesuffix(suffix)
-            return await answer(services.ledger, services.reader, quota, reference, body)
-    raise NotFound("POST /v1/runs/{ref} takes …/attestations or …/reports")
+            return await answer(request, services, ref.removesuffix(suffix), body)
+    raise NotFound("POST /v1/runs/{ref} takes …/attestations, …/reports or …/reruns")
 
 
 API_HANDLERS = [
@@ -78,5 +77,6 @@ API_HANDLERS = [
     *keys.HANDLERS,
     *attestations.HANDLERS,
     *reports.HANDLERS,
+    *reruns.HANDLERS,
     run_post,
 ]

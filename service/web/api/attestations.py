@@ -15,13 +15,11 @@ from litestar.params import FromPath, QueryParameter, RawBody
 
 from service.app import attest, moderation
 from service.app.keyadmin import Recorded
-from service.ledger import Ledger
 from service.web.caching import etag_of, respond, settled
-from service.web.deps import LedgerDep, ReaderDep
+from service.web.deps import LedgerDep, ReaderDep, Services
 from service.web.guards import operator_post
-from service.web.limiting import GateDep, Quota
+from service.web.limiting import GateDep
 from service.web.params import BAD_REQUEST, After, AsOf, Limit, answer, as_of, problem
-from service.web.reads import Reader
 
 __all__ = ["HANDLERS", "post_on_run"]
 
@@ -30,15 +28,16 @@ SCHEMA_MEDIA = "application/schema+json"
 
 
 async def post_on_run(
-    ledger: Ledger, reader: Reader, quota: Quota, ref: str, body: bytes
+    request: Request[Any, Any, Any], services: Services, ref: str, body: bytes
 ) -> Response[bytes]:
     """``POST /v1/runs/{ref}/attestations``: 201 with where the attestation landed, its signed
     checkpoint and inclusion proof; 200 with the same when the log held it already. Counted
     against the attester's key and the client address once the signature verified. Checked on
     the event loop's thread (no thread per request: a post is mostly one signature check and a
     few index lookups), committed by the group commit's writer thread meanwhile."""
+    ledger, reader, gate = services
     posting = await attest.post_attestation_async(
-        ledger, ref, body, admit=quota.admit_async, reads=reader.log
+        ledger, ref, body, admit=gate.quota(request).admit_async, reads=reader.log
     )
     reader.invalidate()
     return Response(

@@ -5,19 +5,20 @@ unresolved report is under review until an operator resolves or dismisses every 
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
-from litestar import Response
+from litestar import Request, Response
 from litestar.concurrency import sync_to_thread
 from litestar.params import FromPath, RawBody
 
 from service.app import moderation, report
 from service.app.keyadmin import Recorded
 from service.ledger import Ledger
-from service.web.deps import LedgerDep, ReaderDep
+from service.web.deps import LedgerDep, ReaderDep, Services
 from service.web.guards import operator_post
 from service.web.limiting import Quota
 from service.web.params import problem
-from service.web.reads import Reader
 
 __all__ = ["HANDLERS", "post_on_run"]
 
@@ -25,12 +26,13 @@ _ENC = msgspec.json.Encoder()
 
 
 async def post_on_run(
-    ledger: Ledger, reader: Reader, quota: Quota, ref: str, body: bytes
+    request: Request[Any, Any, Any], services: Services, ref: str, body: bytes
 ) -> Response[bytes]:
     """``POST /v1/runs/{ref}/reports`` with ``{"reason", "text"}``: 201 ``{"id", "index"}``;
     200 with the same when the log held that report already (in a worker thread: it waits for
     the writer)."""
-    filed, new = await sync_to_thread(_file, quota, ledger, ref, body)
+    ledger, reader, gate = services
+    filed, new = await sync_to_thread(_file, gate.quota(request), ledger, ref, body)
     reader.invalidate()
     return Response(
         _ENC.encode(filed), status_code=201 if new else 200, media_type="application/json"
