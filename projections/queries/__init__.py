@@ -44,6 +44,7 @@ from projections.queries.moderation import (
     reports,
 )
 from projections.queries.policies import tolerance_policy
+from projections.queries.reruns import rerun_request_ids, rerun_request_run
 from projections.queries.runs import (
     aliases_of,
     all_aliases,
@@ -88,6 +89,8 @@ __all__ = [
     "ranked_members",
     "registered_sources",
     "reports",
+    "rerun_request_ids",
+    "rerun_request_run",
     "resolve_run",
     "run_bundle",
     "run_exists",

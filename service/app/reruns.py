@@ -154,10 +154,8 @@ def _found(conn: sqlite3.Connection, request_id: str) -> tuple[RunView, RerunReq
     Raises:
         UnknownRequest: no request of the index has this id.
     """
-    row = conn.execute(
-        "SELECT run_digest FROM p_reruns WHERE id = ? AND kind = 'requested'", (request_id,)
-    ).fetchone()
-    view = queries.run_view(conn, row[0]) if row is not None else None
+    digest = queries.rerun_request_run(conn, request_id)
+    view = queries.run_view(conn, digest) if digest is not None else None
     request = None
     if view is not None:
         request = next((r for r in view.rerunRequests if r.requestId == request_id), None)
@@ -175,9 +173,7 @@ def rerun_list(conn: sqlite3.Connection, *, size: int, now: str, state: str | No
     if state not in (None, "pending", "claimed", "completed"):
         raise UsageError("state must be pending, claimed or completed", state=state)
     items = []
-    for (request_id,) in conn.execute(
-        "SELECT id FROM p_reruns WHERE kind = 'requested' ORDER BY valid_from"
-    ):
+    for request_id in queries.rerun_request_ids(conn):
         with contextlib.suppress(UnknownRequest):  # a request the fold did not take
             view, request = _found(conn, request_id)
             now_state = _state(request, now)

@@ -1,0 +1,22 @@
+"""Reads of rerun requests: which requests the index recorded, and the run each is about (its
+state lives in the run's view, ``RunView.rerunRequests``)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+__all__ = ["rerun_request_ids", "rerun_request_run"]
+
+
+def rerun_request_ids(conn: sqlite3.Connection) -> list[str]:
+    """The ids of every rerun request recorded, oldest first."""
+    rows = conn.execute("SELECT id FROM p_reruns WHERE kind = 'requested' ORDER BY valid_from")
+    return [request_id for (request_id,) in rows]
+
+
+def rerun_request_run(conn: sqlite3.Connection, request_id: str) -> str | None:
+    """The digest of the run the request ``request_id`` is about (None: no such request)."""
+    row = conn.execute(
+        "SELECT run_digest FROM p_reruns WHERE id = ? AND kind = 'requested'", (request_id,)
+    ).fetchone()
+    return None if row is None else str(row[0])
