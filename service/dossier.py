@@ -230,19 +230,15 @@ def build_dossier(
     )
     spec = run.get("spec", {})
     native = spec.get("sourceNative")
-    reruns = [
-        {
-            "position": r.seq,
-            "rerunner": r.rerunner,
-            "correctnessPassed": r.correctnessPassed,
-            "withinTolerance": r.withinTolerance,
-            "metric": r.metric,
-            "statistic": r.statistic,
-            "unit": r.unit,
-            "value": r.value,
-        }
-        for r in view.reruns
-    ]
+    # Every rerun as the index judged it, with when the log recorded it.
+    recorded = log.headers_at([r.seq for r in view.reruns]) if view.reruns else {}
+    reruns = []
+    for r in view.reruns:
+        fields = msgspec.structs.asdict(r)
+        fields["position"] = fields.pop("seq")
+        header = recorded.get(r.seq)
+        fields["recordedAt"] = header.recorded_at if header is not None else None
+        reruns.append(fields)
     identity = {
         "runDigest": digest,
         "implementation": view.implementation,

@@ -210,8 +210,10 @@ class _Reason(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     reason: str
 
 
-def request_rerun(ledger: Ledger, ref: str, body: bytes) -> Recorded:
-    """Record the index's request to rerun the run ``ref`` names (``body``: ``{"reason"}``).
+def request_rerun(ledger: Ledger, ref: str, body: bytes) -> tuple[Recorded, bool]:
+    """Record the index's request to rerun the run ``ref`` names (``body``: ``{"reason"}``);
+    return it and whether this call appended it (the same request in the same millisecond is
+    the entry already held).
 
     Raises:
         UsageError: malformed body.
@@ -227,7 +229,7 @@ def request_rerun(ledger: Ledger, ref: str, body: bytes) -> Recorded:
         runDigest=digest, reason=reason, requestedAt=format_instant(ledger.clock())
     )
     appended = ledger.append_pending([pending_of(event, digest)])[0]
-    return Recorded(appended.payloadDigest, appended.seq)
+    return Recorded(appended.payloadDigest, appended.seq), appended.new
 
 
 def _rerunner(keys: Mapping[str, KeyView], key_id: str, size: int) -> None:
@@ -240,8 +242,11 @@ def _instant(ledger: Ledger) -> str:
     return format_instant(ledger.clock())
 
 
-def claim_rerun(ledger: Ledger, request_id: str, body: bytes, reads: SqliteLog) -> Recorded:
-    """Append the worker's claim (``body``: its DSSE envelope over ``rerun.claimed.v2``).
+def claim_rerun(
+    ledger: Ledger, request_id: str, body: bytes, reads: SqliteLog
+) -> tuple[Recorded, bool]:
+    """Append the worker's claim (``body``: its DSSE envelope over ``rerun.claimed.v2``); return
+    it and whether this call appended it (the same claim again is the entry already held).
 
     Raises:
         BadEnvelope, UnsupportedPayloadType, InvalidEvent: malformed, or another request.
@@ -280,7 +285,7 @@ def claim_rerun(ledger: Ledger, request_id: str, body: bytes, reads: SqliteLog) 
         type="rerun.claimed.v2", subject=view.runDigest, payload=signed.payload, envelope=signed.raw
     )
     appended = ledger.append_pending([pending], check=still_claimable)[0]
-    return Recorded(appended.payloadDigest, appended.seq)
+    return Recorded(appended.payloadDigest, appended.seq), appended.new
 
 
 def _claimable(request: RerunRequest, keyid: str, now: str) -> None:

@@ -4,10 +4,12 @@ dossier's sections are in ``service.web.sections``."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote, urlencode
 
 import msgspec
+from markupsafe import Markup, escape
 
 from service.app.runs import Comparison
 
@@ -20,6 +22,7 @@ __all__ = [
     "pretty_json",
     "quantity",
     "safe_url",
+    "samples_svg",
 ]
 
 _NS_PER = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
@@ -152,3 +155,39 @@ def compare_table(c: Comparison, names: dict[str, str]) -> list[dict[str, Any]]:
         }
         for k, label, values, digest in shown
     ]
+
+
+def samples_svg(samples: Sequence[float], reported: float | None, *, width: int = 240) -> Markup:
+    """A strip of a rerun's samples (ns): one tick per sample, the median as a taller tick, and
+    the run's reported value as a dashed line, on one linear scale; drawn by the server (no
+    script). Empty without samples."""
+    if not samples:
+        return Markup("")
+    values = [*samples, *([reported] if reported else [])]
+    low, high = min(values), max(values)
+    span = (high - low) or max(high, 1.0)
+    pad = 8
+
+    def x(value: float) -> float:
+        return round(pad + (value - low) / span * (width - 2 * pad), 1)
+
+    ordered = sorted(samples)
+    middle = len(ordered) // 2
+    median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    ticks = "".join(
+        f'<line x1="{x(v)}" y1="10" x2="{x(v)}" y2="26" class="sample"/>' for v in samples
+    )
+    line = (
+        f'<line x1="{x(reported)}" y1="2" x2="{x(reported)}" y2="34" class="reported"/>'
+        if reported
+        else ""
+    )
+    title = (
+        f"{len(samples)} samples from {quantity(low, 'ns')} to {quantity(high, 'ns')}, median "
+        f"{quantity(median, 'ns')}" + (f"; reported {quantity(reported, 'ns')}" if reported else "")
+    )
+    return Markup(  # noqa: S704 - numbers we format, and the title escaped
+        f'<svg class="samples" width="{width}" height="36" viewBox="0 0 {width} 36" role="img">'
+        f"<title>{escape(title)}</title>{ticks}"
+        f'<line x1="{x(median)}" y1="4" x2="{x(median)}" y2="32" class="median"/>{line}</svg>'
+    )

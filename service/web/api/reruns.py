@@ -42,9 +42,16 @@ async def request_on_run(
     tokens: TokenStore = request.app.state.tokens
     if tokens.check(bearer_token(request.headers.get("authorization", ""))) is None:
         raise Unauthorized("a valid operator token is required (Authorization: Bearer <token>)")
-    recorded = await sync_to_thread(reruns.request_rerun, services.ledger, ref, body)
+    recorded, new = await sync_to_thread(reruns.request_rerun, services.ledger, ref, body)
     services.reader.invalidate()
-    return Response(_ENC.encode(recorded), status_code=201, media_type="application/json")
+    return _written(recorded, new)
+
+
+def _written(answer: object, new: bool) -> Response[bytes]:
+    """201 with ``answer``, or 200 when the log held the entry already."""
+    return Response(
+        _ENC.encode(answer), status_code=201 if new else 200, media_type="application/json"
+    )
 
 
 @get(
@@ -89,17 +96,21 @@ async def bundle(
     tags=["reruns"],
     sync_to_thread=True,
     status_code=201,
-    responses={400: problem("Malformed envelope or claim"), **_SIGNER},
+    responses={
+        **answer(Recorded, "The claim's entry (200: the log held it already)"),
+        400: problem("Malformed envelope or claim"),
+        **_SIGNER,
+    },
 )
 def claim(
     ledger: LedgerDep, reader: ReaderDep, request_id: FromPath[str], body: RawBody
-) -> Recorded:
+) -> Response[bytes]:
     """A rerunner's worker takes the request until its lease ends: the body is its DSSE
     envelope over ``rerun.claimed.v2`` {runDigest, requestId, worker, leaseUntil (at most an
     hour away), environment}."""
-    recorded = reruns.claim_rerun(ledger, request_id, body, reader.log)
+    recorded, new = reruns.claim_rerun(ledger, request_id, body, reader.log)
     reader.invalidate()
-    return recorded
+    return _written(recorded, new)
 
 
 @post(
@@ -121,11 +132,7 @@ def result(
     correctness, environment, harness; no verdict). 201; 200 when the log held it already."""
     posting = reruns.complete_rerun(ledger, request_id, body, reader.log)
     reader.invalidate()
-    return Response(
-        _ENC.encode(posting.posted),
-        status_code=201 if posting.new else 200,
-        media_type="application/json",
-    )
+    return _written(posting.posted, posting.new)
 
 
 HANDLERS = [rerun_list, bundle, claim, result]

@@ -109,6 +109,7 @@ def _context(
         "group_href": urls.group(group_key) if group_key else None,
         "group_label": _group_label(sheet),
         "quantity": present.quantity,
+        "samples_svg": present.samples_svg,
     }
 
 

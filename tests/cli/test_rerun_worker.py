@@ -1,0 +1,205 @@
+"""Index-controlled reruns through a real server process and the real CLI (issue 14): an
+operator grants rerunner keys and requests reruns; ``benchproof rerun-worker --once`` runs the
+shipped NumPy harness on this machine's CPU and the run moves to verified, then to replicated by
+a second identity. A harness that measures outside the tolerance, or fails correctness, moves
+another run to disputed. A harness that crashes, hangs past its limit or prints no valid result
+is reported by the worker, which posts nothing, and no level changes. The log verifies and
+replays after all of it. (No GPU here: the GPU path is the same contract with another harness.)"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from service.demo.cpu import load_cpu_run
+from service.ledger import init_data_dir
+from tests.servers import run_cli, served
+
+_FAKE = """
+import json, sys
+from service.harness.environment import detect
+bundle = json.load(sys.stdin)
+reported = bundle["manifests"]["run"]["spec"]["timing"]["latencyNs"]["median"]
+MODE = {mode!r}
+if MODE == "crash":
+    raise SystemExit(3)
+if MODE == "hang":
+    import time
+    time.sleep(60)
+if MODE == "garbage":
+    print("not json")
+    raise SystemExit(0)
+factor, passed = (3.0, True) if MODE == "slow" else (1.0, False)
+print(json.dumps({{
+    "contract": "benchproof-harness/v1",
+    "samplesNs": [reported * factor] * 20,
+    "correctness": {{"passed": passed, "detail": "fake harness, mode " + MODE}},
+    "environment": detect(),
+    "harness": {{"name": "fake", "version": "1"}},
+}}))
+"""
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data directory holding the demo's CPU run, measured here."""
+    data = tmp_path_factory.mktemp("reruns") / "data"
+    ledger, _ = init_data_dir(data)
+    with ledger:
+        load_cpu_run(ledger)
+    return data
+
+
+def _ok(*args: object) -> str:
+    done = run_cli(*args)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _rerunner(data: Path, url: str, token: str, name: str, *, grant: bool = True) -> Path:
+    key = data.parent / f"{name}.key"
+    key_id = _ok("keygen", key, "--name", name).splitlines()[0]
+    _ok("keys", "register", "--key", key, "--name", name, "--server", url)
+    if grant:
+        _ok("keys", "grant", key_id, "--role", "rerunner", "--token", token, "--server", url)
+    return key
+
+
+def _run(url: str) -> dict[str, Any]:
+    listed = httpx.get(f"{url}/v1/runs?source=benchproof-demo").json()["items"]
+    body: dict[str, Any] = httpx.get(f"{url}/v1/runs/{listed[0]['runDigest']}").json()
+    return body
+
+
+def _size(url: str) -> int:
+    return int(httpx.get(f"{url}/v1/log/checkpoint").text.splitlines()[1])
+
+
+def _harness(tmp: Path, mode: str) -> str:
+    script = tmp / f"fake-{mode}.py"
+    script.write_text(_FAKE.format(mode=mode), encoding="utf-8")
+    return f"{sys.executable} {script}"
+
+
+def test_request_worker_verified_then_replicated(demo: Path) -> None:
+    token = _ok("token", "create", "reruns", "--data", demo).strip().splitlines()[-1]
+    with served(demo) as url:
+        run = _run(url)
+        assert "CPU" in run["hardware"] and run["evidenceLevel"] == "reported"
+        first = _rerunner(demo, url, token, "first-rerunner")
+        _ok(
+            "rerun",
+            "request",
+            run["runDigest"],
+            "--reason",
+            "first",
+            "--token",
+            token,
+            "--server",
+            url,
+        )
+        pending = httpx.get(f"{url}/v1/reruns?state=pending").json()["items"]
+        assert pending[0]["needs"]["kind"] == "cpu"
+        worker = run_cli("rerun-worker", "--server", url, "--key", first, "--once", timeout=300)
+        assert worker.returncode == 0, worker.stderr
+        assert "posted" in worker.stderr and worker.stdout == ""
+        verified = _run(url)
+        assert verified["evidenceLevel"] == "verified"
+        size_verified = _size(url)
+
+        # A community key's worker: its claim is refused, nothing is appended.
+        community = _rerunner(demo, url, token, "community-worker", grant=False)
+        _ok(
+            "rerun",
+            "request",
+            run["runDigest"],
+            "--reason",
+            "second",
+            "--token",
+            token,
+            "--server",
+            url,
+        )
+        before = _size(url)
+        refused = run_cli(
+            "rerun-worker", "--server", url, "--key", community, "--once", timeout=300
+        )
+        assert refused.returncode == 1 and "rerunner" in refused.stderr
+        assert _size(url) == before
+
+        second = _rerunner(demo, url, token, "second-rerunner")
+        worker = run_cli("rerun-worker", "--server", url, "--key", second, "--once", timeout=300)
+        assert worker.returncode == 0, worker.stderr
+        assert _run(url)["evidenceLevel"] == "replicated"
+        earlier = httpx.get(f"{url}/v1/runs/{run['runDigest']}?asOf={size_verified}").json()
+        assert earlier["evidenceLevel"] == "verified"
+    assert run_cli("verify", "--data", demo).returncode == 0
+    assert run_cli("replay", "--data", demo).returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("mode", "why"),
+    [("crash", "crashed"), ("hang", "time limit"), ("garbage", "no valid result")],
+)
+def test_a_failing_harness_posts_nothing(demo: Path, tmp_path: Path, mode: str, why: str) -> None:
+    token = _ok("token", "create", f"fail-{mode}", "--data", demo).strip().splitlines()[-1]
+    with served(demo) as url:
+        key = _rerunner(demo, url, token, f"rerunner-{mode}")
+        level = _run(url)["evidenceLevel"]
+        _ok(
+            "rerun",
+            "request",
+            _run(url)["runDigest"],
+            "--reason",
+            mode,
+            "--token",
+            token,
+            "--server",
+            url,
+        )
+        before = _size(url)
+        worker = run_cli(
+            "rerun-worker", "--server", url, "--key", key, "--once",
+            "--harness", _harness(tmp_path, mode), "--time-limit", "3",
+            timeout=120,
+        )  # fmt: skip
+        assert worker.returncode == 1 and why in worker.stderr, worker.stderr
+        assert _size(url) == before + 1  # its claim, and no result
+        assert _run(url)["evidenceLevel"] == level
+
+
+@pytest.mark.parametrize("mode", ["slow", "incorrect"])
+def test_out_of_tolerance_or_incorrect_disputes(tmp_path: Path, mode: str) -> None:
+    data = tmp_path / "data"
+    ledger, _ = init_data_dir(data)
+    with ledger:
+        load_cpu_run(ledger)
+    token = _ok("token", "create", "disputes", "--data", data).strip().splitlines()[-1]
+    with served(data) as url:
+        key = _rerunner(data, url, token, "rerunner")
+        _ok(
+            "rerun",
+            "request",
+            _run(url)["runDigest"],
+            "--reason",
+            mode,
+            "--token",
+            token,
+            "--server",
+            url,
+        )
+        worker = run_cli(
+            "rerun-worker", "--server", url, "--key", key, "--once",
+            "--harness", _harness(tmp_path, mode),
+            timeout=120,
+        )  # fmt: skip
+        assert worker.returncode == 0, worker.stderr
+        run = _run(url)
+        assert run["evidenceLevel"] == "disputed"
+        assert ("failed correctness" if mode == "incorrect" else "outside") in run["evidenceReason"]
+    assert run_cli("verify", "--data", data).returncode == 0
+    assert run_cli("replay", "--data", data).returncode == 0
