@@ -33,7 +33,8 @@ __all__ = ["FORMAT", "Materializer"]
 #    who signed each entry.
 # 7: reruns are judged by the index (tolerance policy), never by their own flag; v2 reruns;
 #    policies only from the index; a rerunner's identity is its registered name.
-FORMAT = 7
+# 8: a run keeps its protocol's comparability family; rerun requests and claims in its view.
+FORMAT = 8
 
 
 class Materializer:

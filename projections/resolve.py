@@ -108,6 +108,9 @@ def _apply_role(fields: dict[str, Any], kind: str, role: str, manifest: dict[str
     spec = manifest["spec"]
     if role == "environment":
         fields.update(_hardware(manifest))
+    elif role == "protocol" and kind == "BenchmarkRun":
+        family = spec.get("comparability", {}).get("family")
+        fields["comparabilityFamily"] = family if isinstance(family, str) else None
     elif role == "workload" and kind == "BenchmarkRun":
         fields["correctnessKey"] = _correctness(manifest)
         if fields.get("operationDigest") is None:

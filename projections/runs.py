@@ -228,7 +228,7 @@ def _rerun(view: RunView, event: RerunCompleted | RerunCompletedV2, ctx: Context
     (v1, whose own ``withinTolerance`` is not trusted) against the run's reported primary value,
     by the tolerance policy in force at its position."""
     reported = to_ns(view.primaryValue, view.primaryUnit)
-    family = view.group_key
+    family = view.comparabilityFamily
     if isinstance(event, RerunCompletedV2):
         judged = judge(event.samples, reported, ctx.tolerance, family)
         return Rerun(

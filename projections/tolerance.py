@@ -11,10 +11,10 @@ Parameters (``PolicyChanged.parameters``)::
 
     {"default": {"statistic": "median", "relativeMargin": 0.1, "symmetric": true,
                  "minSamples": 5},
-     "families": {"<comparison key>": {...same fields...}}}
+     "families": {"<comparability family>": {...same fields...}}}
 
-``families`` are keyed by the run's comparison key (its comparability family); a run of no
-listed family takes ``default``. ``symmetric``: a rerun faster than the margin also misses
+``families`` are keyed by the comparability family its protocol names
+(``spec.comparability.family``); a run of no listed family takes ``default``. ``symmetric``: a rerun faster than the margin also misses
 (a reported figure much slower than what the rerun measured is as wrong as one much faster);
 ``false`` lets a faster rerun pass (only a slower one misses). A rerun with fewer than
 ``minSamples`` samples is not a match.
@@ -59,7 +59,7 @@ class TolerancePolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     families: dict[str, Tolerance] = {}
 
     def of(self, family: str | None) -> Tolerance:
-        """The tolerance of the comparison key ``family`` (the default if none is listed)."""
+        """The tolerance of the comparability ``family`` (the default if none is listed)."""
         return self.families.get(family or "", self.default)
 
     def parameters(self) -> dict[str, Any]:

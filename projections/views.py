@@ -106,6 +106,7 @@ class RunView(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     modelResolved: bool = False
     servingProtocolSuffix: str | None = None
     # The primary measurement and how it ranks.
+    comparabilityFamily: str | None = None  # the protocol's: which tolerance applies
     primaryMetric: str | None = None
     primaryStatistic: str | None = None
     primaryUnit: str | None = None

@@ -354,7 +354,7 @@ def complete_rerun(ledger: Ledger, request_id: str, body: bytes, reads: SqliteLo
             f"the statement is about {event.runDigest}, not the requested run {view.runDigest}"
         )
     _answerable(request, keyid)
-    needed = queries.tolerance_policy(conn).of(view.group_key).minSamples
+    needed = queries.tolerance_policy(conn).of(view.comparabilityFamily).minSamples
     if len(event.samples) < needed:
         raise InvalidResult(
             f"{len(event.samples)} samples: the tolerance policy asks for at least {needed}"

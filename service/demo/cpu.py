@@ -4,7 +4,7 @@ is set up on, by the shipped harness (``service.harness.cpu``), reported by the 
 manifest names this machine's CPU, so a rerun worker here matches it and the whole loop
 (request, claim, harness, verified) runs without a GPU.
 
-The tolerance for its comparison group is set from what was measured: the harness runs
+The tolerance of its protocol's comparability family is set from what was measured: the harness runs
 ``ROUNDS`` times, and the margin is four times the spread of their medians, at least 25 %
 (a busy 2-core machine moves a sub-millisecond kernel's median by several percent from one
 run to the next). It is recorded as the index's ``policy.changed.v1`` (``tolerance-demo-1``).
@@ -25,7 +25,6 @@ from events import check_manifest
 from events.documents import Checked
 from events.entries import format_instant
 from events.types import Origin, PolicyChanged, SourceRegistered
-from projections import queries
 from projections.tolerance import DEFAULT_POLICY, POLICY_NAME, Tolerance, TolerancePolicy
 from service.harness import cpu
 from service.harness.contract import CONTRACT
@@ -40,6 +39,7 @@ SOURCE = "benchproof-demo"
 ROUNDS = 3
 SAMPLES = 30
 ROWS, COLS = 256, 1024
+FAMILY = "cpu_wall_clock"  # the demo protocol's comparability family: its own tolerance
 _API = "kernelindex.dev/v1alpha1"
 _REGISTRATION = SourceRegistered(
     source=SOURCE,
@@ -114,6 +114,7 @@ def _referenced(environment: dict[str, str]) -> dict[str, Checked]:
                     "samples": SAMPLES,
                 },
                 "correctness": {"reference": "float64 NumPy", "comparator": "max_abs_error"},
+                "comparability": {"family": FAMILY},
             },
             "Wall clock on one CPU core (time.perf_counter_ns)",
         )
@@ -219,18 +220,16 @@ def load_cpu_run(ledger: Ledger) -> str:
     commit(
         ledger, Plan(runs=[RunItem(run=run, given=given, origin=origin)], sources=[_REGISTRATION])
     )
-    view = queries.run_view(ledger.store.session, run.digest)
     margin = max(0.25, round(4 * spread, 2))
-    if view is not None and view.comparisonKey is not None:
-        policy = TolerancePolicy(
-            version="tolerance-demo-1",
-            default=DEFAULT_POLICY.default,
-            families={view.comparisonKey: Tolerance(relativeMargin=margin)},
-        )
-        event = PolicyChanged(
-            policy=POLICY_NAME, version=policy.version, parameters=policy.parameters()
-        )
-        ledger.append([(event, POLICY_NAME)])
+    policy = TolerancePolicy(
+        version="tolerance-demo-1",
+        default=DEFAULT_POLICY.default,
+        families={FAMILY: Tolerance(relativeMargin=margin)},
+    )
+    event = PolicyChanged(
+        policy=POLICY_NAME, version=policy.version, parameters=policy.parameters()
+    )
+    ledger.append([(event, POLICY_NAME)])
     return (
         f"CPU run {run.digest[:19]}… median {reported / 1000:.1f} µs on {environment['model']}; "
         f"spread of {ROUNDS} runs {spread:.1%}, tolerance ±{margin:.0%}"
