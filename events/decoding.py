@@ -66,14 +66,23 @@ class _RerunPredicate(msgspec.Struct, frozen=True):
     toleranceVersion: str | None = None
 
 
+MAX_SAMPLES = 10_000
+"""The most samples one rerun result carries."""
+
+
 class _RerunPredicateV2(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The rerun predicate v2: measurements only. A verdict of the rerunner's own (such as
     ``withinTolerance``) is an unknown field, so the statement is malformed."""
 
     requestId: Annotated[str, msgspec.Meta(pattern=r"^sha256:[0-9a-f]{64}\Z")]
-    samples: Annotated[tuple[Annotated[float, msgspec.Meta(gt=0)], ...], msgspec.Meta(min_length=1)]
+    samples: Annotated[
+        tuple[Annotated[float, msgspec.Meta(gt=0)], ...],
+        msgspec.Meta(min_length=1, max_length=MAX_SAMPLES),
+    ]
     correctness: Correctness
-    environment: dict[str, Any]
+    environment: Annotated[
+        dict[str, Annotated[str, msgspec.Meta(max_length=200)]], msgspec.Meta(max_length=16)
+    ]
     harness: Harness
 
 

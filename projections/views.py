@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any, Literal
 
@@ -57,13 +58,18 @@ class RerunRequest(msgspec.Struct, frozen=True, omit_defaults=True):
         return until is not None and now is not None and until > now
 
 
+_INSTANT = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\Z")
+
+
 def instant_of(text: str | None) -> datetime | None:
-    """An RFC 3339 instant with its offset (``Z`` or ``±hh:mm``), or None if it is not one."""
+    """An instant written as the log writes its own (``YYYY-MM-DDTHH:MM:SS.mmmZ``, UTC), or None
+    if it is not one: one exact shape, so any verifier decides a lease as replay does."""
+    if text is None or not _INSTANT.match(text):
+        return None
     try:
-        when = datetime.fromisoformat(text) if text is not None else None
+        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%f%z")
     except ValueError:
         return None
-    return when if when is not None and when.tzinfo is not None else None
 
 
 class RunView(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):

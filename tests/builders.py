@@ -233,7 +233,7 @@ def rerun_v2(
         "requestId": request_id,
         "samples": samples,
         "correctness": {"passed": passed, "detail": "max abs error 1e-7 against float64"},
-        "environment": {"cpu": {"model": "Test CPU", "architecture": "x86_64"}},
+        "environment": {"kind": "cpu", "model": "Test CPU", "architecture": "x86_64"},
         "harness": {"name": "test-harness", "version": "1"},
         **extra,
     }
@@ -247,7 +247,7 @@ def rerun_claim(
     request_id: str,
     key: SigningKey,
     *,
-    lease_until: str = "2099-01-01T00:00:00Z",
+    lease_until: str = "2099-01-01T00:00:00.000Z",
     environment: dict[str, str] | None = None,
 ) -> Pending:
     """A ``rerun.claimed.v2`` of ``request_id``, signed by the worker's key ``key``."""

@@ -10,7 +10,7 @@ index judges the samples against the tolerance policy in force. A v1 entry's own
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -73,14 +73,14 @@ class Correctness(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The harness's correctness check: passed or not, and what it compared."""
 
     passed: bool
-    detail: str = ""
+    detail: Annotated[str, msgspec.Meta(max_length=4096)] = ""
 
 
 class Harness(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The harness that measured: its name and version."""
 
-    name: str
-    version: str
+    name: Annotated[str, msgspec.Meta(max_length=200)]
+    version: Annotated[str, msgspec.Meta(max_length=200)]
 
 
 class RerunCompletedV2(Event, frozen=True, tag="rerun.completed.v2"):

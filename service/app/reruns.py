@@ -38,6 +38,7 @@ from events.stores.sqlite import SqliteLog
 from events.types import RERUN_PREDICATE_V2, RerunClaimedV2, RerunCompletedV2, RerunRequested
 from projections import queries
 from projections.keyring import KeyView
+from projections.tolerance import to_ns
 from projections.views import RerunRequest, RunView, instant_of
 from service.app.attest import Posting, receipt
 from service.app.keyadmin import InvalidEvent, Recorded, bounded_text, signed_event, valid_signer
@@ -50,6 +51,7 @@ __all__ = [
     "MAX_LEASE",
     "EnvironmentMismatch",
     "InvalidResult",
+    "NotRerunnable",
     "NotRerunner",
     "NotTheClaimer",
     "RequestClosed",
@@ -100,6 +102,11 @@ class EnvironmentMismatch(ServiceError):
     """The environment a worker declares or measured on is not the one the run needs."""
 
 
+class NotRerunnable(ServiceError):
+    """The run cannot be rerun: it names no hardware to rerun on, or its reported primary value
+    is not a time the tolerance policy can hold a measurement against."""
+
+
 class InvalidResult(UsageError):
     """Not a rerun result statement the v2 predicate allows (a verdict of its own included)."""
 
@@ -130,6 +137,7 @@ class RerunItem(msgspec.Struct, frozen=True, omit_defaults=True):
     requestedAt: int
     state: State
     needs: dict[str, str] | None = None
+    minSamples: int | None = None  # what the tolerance policy in force asks of a result
     claimer: str | None = None
     leaseUntil: str | None = None
     completedAt: int | None = None
@@ -173,6 +181,7 @@ def rerun_list(conn: sqlite3.Connection, *, size: int, now: str, state: str | No
     if state not in (None, "pending", "claimed", "completed"):
         raise UsageError("state must be pending, claimed or completed", state=state)
     items = []
+    policy = queries.tolerance_policy(conn)
     for request_id in queries.rerun_request_ids(conn):
         with contextlib.suppress(UnknownRequest):  # a request the fold did not take
             view, request = _found(conn, request_id)
@@ -186,6 +195,7 @@ def rerun_list(conn: sqlite3.Connection, *, size: int, now: str, state: str | No
                         requestedAt=request.seq,
                         state=now_state,
                         needs=needs(view),
+                        minSamples=policy.of(view.comparabilityFamily).minSamples,
                         claimer=request.claimer,
                         leaseUntil=request.leaseUntil,
                         completedAt=request.completedSeq,
@@ -202,8 +212,24 @@ def request_bundle(conn: sqlite3.Connection, log: SqliteLog, request_id: str) ->
         UnknownRequest: no request of the index has this id.
     """
     view, _ = _found(conn, request_id)
-    bundle = queries.run_bundle(conn, log, view.runDigest)
-    return {"runDigest": view.runDigest, "requestId": request_id, "manifests": bundle or {}}
+    bundle = dict(queries.run_bundle(conn, log, view.runDigest) or {})
+    # Manifests the run waited on and that came later (manifest.recorded) complete it.
+    spec = bundle.get("run", {}).get("spec", {})
+    for role, field in _REFERENCES.items():
+        digest = spec.get(field)
+        if role not in bundle and isinstance(digest, str):
+            found = queries.manifest(conn, digest)
+            if found is not None:
+                bundle[role] = found
+    return {"runDigest": view.runDigest, "requestId": request_id, "manifests": bundle}
+
+
+_REFERENCES = {
+    "protocol": "protocolDigest",
+    "environment": "environmentDigest",
+    "workload": "workloadDigest",
+    "implementation": "implementationDigest",
+}
 
 
 class _Reason(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -225,6 +251,15 @@ def request_rerun(ledger: Ledger, ref: str, body: bytes) -> tuple[Recorded, bool
         raise UsageError(f'the body must be {{"reason": "…"}}: {exc}') from None
     with ledger.store.snapshot() as conn:
         digest = queries.resolve_run(conn, ref)
+        view = queries.run_view(conn, digest)
+    if view is None or needs(view) is None:
+        raise NotRerunnable("the run names no hardware a rerun could run on", run=digest)
+    if to_ns(view.primaryValue, view.primaryUnit) is None:
+        raise NotRerunnable(
+            "the run's reported primary value is not a time a rerun can be held against",
+            run=digest,
+            unit=view.primaryUnit,
+        )
     event = RerunRequested(
         runDigest=digest, reason=reason, requestedAt=format_instant(ledger.clock())
     )
@@ -354,16 +389,15 @@ def complete_rerun(ledger: Ledger, request_id: str, body: bytes, reads: SqliteLo
             f"the statement is about {event.runDigest}, not the requested run {view.runDigest}"
         )
     _answerable(request, keyid)
-    needed = queries.tolerance_policy(conn).of(view.comparabilityFamily).minSamples
-    if len(event.samples) < needed:
-        raise InvalidResult(
-            f"{len(event.samples)} samples: the tolerance policy asks for at least {needed}"
-        )
+    _enough(conn, view, event)
     _same_environment(view, event.environment)
 
     def still_answerable(session: sqlite3.Connection) -> None:
+        """Again in the append's transaction: the key, the claim, and the policy in force
+        (another batch of the same commit may have changed it)."""
         _rerunner(ledger.projections.keyring(), keyid, ledger.store.refresh())
         _answerable(_found(session, request_id)[1], keyid)
+        _enough(session, view, event)
 
     pending = Pending(
         type="rerun.completed.v2",
@@ -374,6 +408,14 @@ def complete_rerun(ledger: Ledger, request_id: str, body: bytes, reads: SqliteLo
     )
     appended = ledger.append_pending([pending], check=still_answerable)[0]
     return receipt(ledger, reads, appended.payloadDigest, appended.seq, appended.new)
+
+
+def _enough(conn: sqlite3.Connection, view: RunView, event: RerunCompletedV2) -> None:
+    needed = queries.tolerance_policy(conn).of(view.comparabilityFamily).minSamples
+    if len(event.samples) < needed:
+        raise InvalidResult(
+            f"{len(event.samples)} samples: the tolerance policy asks for at least {needed}"
+        )
 
 
 def _answerable(request: RerunRequest, keyid: str) -> None:

@@ -29,10 +29,10 @@ from keys import SigningKey, encode_envelope, load_private_key, sign_envelope
 from service.client import Client, run_path
 from service.commands.base import Sub
 from service.commands.keys import recorded, server_option, signed_event, token_option
-from service.errors import UsageError
+from service.errors import ServiceError, UsageError
 from service.harness.contract import CONTRACT
 from service.harness.environment import detect, matches
-from service.harness.run import HarnessFailed, run_harness
+from service.harness.run import run_harness
 
 __all__ = ["register"]
 
@@ -103,14 +103,20 @@ def _worker(args: argparse.Namespace) -> int:
     failures = 0
     with Client(args.server, timeout=60) as client:
         while True:
-            items = client.get("/v1/reruns?state=pending").body.get("items", [])
+            try:
+                items = client.get("/v1/reruns?state=pending").body.get("items", [])
+            except ServiceError as exc:  # the server is away: --once ends, a worker waits
+                if args.once:
+                    raise
+                _say(f"{exc}; polling again in {args.poll:g} s")
+                items = []
             mine = [i for i in items if i.get("needs") and matches(i["needs"], environment)]
             if len(mine) < len(items):
                 _say(f"{len(items) - len(mine)} pending request(s) need another environment")
             for item in mine:
                 try:
                     _handle(client, key, environment, item, args)
-                except (UsageError, HarnessFailed) as exc:  # refused or failed: the next one
+                except ServiceError as exc:  # refused, gone or failed: on to the next one
                     failures += 1
                     _say(f"request {item['requestId'][:19]}…: {exc}")
             if args.once:
@@ -141,7 +147,7 @@ def _handle(
         "contract": CONTRACT,
         "runDigest": run,
         "requestId": request_id,
-        "minSamples": args.samples,
+        "minSamples": max(args.samples, int(item.get("minSamples") or 0)),
         "timeLimitSeconds": args.time_limit,
         "manifests": bundle.get("manifests", {}),
     }

@@ -47,13 +47,14 @@ def detect() -> dict[str, str]:
 
 
 def normalise(environment: Mapping[str, object]) -> tuple[str, str, str]:
-    """``(kind, model, architecture)`` with whitespace collapsed and case folded ("" where one is
-    absent or not a string)."""
+    """``(kind, model, architecture)`` with whitespace collapsed, case folded and the model's
+    " (CPU)" dropped ("" where one is absent or not a string)."""
     kind, model, architecture = (
         " ".join(value.split()).casefold() if isinstance(value := environment.get(key), str) else ""
         for key in ("kind", "model", "architecture")
     )
-    return kind, model, architecture
+    # " (CPU)" is what ``detect`` adds for display: the run's manifest may not say it.
+    return kind, model.removesuffix(" (cpu)"), architecture
 
 
 def matches(needed: Mapping[str, object], offered: Mapping[str, object]) -> bool:

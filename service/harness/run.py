@@ -4,6 +4,7 @@ result on stdout, killed past its time limit (the rerun worker, and the demo's o
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -19,6 +20,17 @@ __all__ = ["HarnessFailed", "run_harness"]
 class HarnessFailed(ServiceError):
     """The harness crashed, ran past its time limit, could not run the bundle, or printed
     something other than one result."""
+
+
+def _end(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the harness's process group and reap it; a descendant that left the group and
+    holds the pipes open cannot keep the worker waiting."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+    proc.wait()
 
 
 def run_harness(command: list[str], harness_input: dict[str, Any], limit: float) -> HarnessOutput:
@@ -41,9 +53,9 @@ def run_harness(command: list[str], harness_input: dict[str, Any], limit: float)
     try:
         out, err = proc.communicate(json.dumps(harness_input).encode(), timeout=limit)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
         raise HarnessFailed(f"the harness ran past its time limit of {limit:g} s") from None
+    finally:  # whatever happened, nothing it started outlives it
+        _end(proc)
     last = err.decode(errors="replace").strip().splitlines()[-1:] or [""]
     if proc.returncode == 2:
         raise HarnessFailed(f"the harness cannot run this bundle: {last[0]}")

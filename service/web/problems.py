@@ -57,6 +57,7 @@ from service.app.report import InvalidReport
 from service.app.reruns import (
     EnvironmentMismatch,
     InvalidResult,
+    NotRerunnable,
     NotRerunner,
     NotTheClaimer,
     RequestClosed,
@@ -186,6 +187,9 @@ PROBLEMS: dict[type[Exception], ProblemSpec] = {
     ),
     EnvironmentMismatch: ProblemSpec(
         f"{BASE}/environment-mismatch", "Not the environment the run needs", 422
+    ),
+    NotRerunnable: ProblemSpec(
+        f"{BASE}/not-rerunnable", "This run cannot be rerun by the index", 422
     ),
     InvalidResult: ProblemSpec(
         f"{BASE}/invalid-rerun-result", "Not a rerun result the v2 predicate allows", 400

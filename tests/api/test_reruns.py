@@ -20,7 +20,7 @@ from service.commands.keys import signed_event
 from service.verification import verify_log
 from service.web.auth import TokenStore
 from tests.api.test_keys import World, problem, refused, register, world
-from tests.builders import bundle, key_registration
+from tests.builders import bundle, ingest_event, key_registration
 
 __all__ = ["world"]  # the fixture, shared with test_keys
 
@@ -234,6 +234,7 @@ def test_a_rerun_requested_claimed_and_answered_verifies_the_run(world: World, t
         "requestedAt": requested_at,
         "state": "pending",
         "needs": NEEDS,
+        "minSamples": 5,
     }
     assert listed(world) == [pending]
     assert listed(world, "claimed") == [] and listed(world, "completed") == []
@@ -564,3 +565,22 @@ def test_the_same_request_or_claim_again_is_200_and_appends_nothing(
     retried = world.client.post(f"/v1/reruns/{first.json()['id']}/claim", content=body)
     assert (retried.status_code, retried.json()) == (200, made.json())
     assert world.size() == size
+
+
+def test_a_run_with_nothing_to_rerun_on_is_422(world: World, token: str) -> None:
+    """A run whose environment manifest is missing names no hardware: a request for it could
+    never be claimed, so it is refused and nothing is appended."""
+    parts = bundle(group=3, author=3, value=300)
+    world.ledger.append([(ingest_event(parts, drop=("environment",)), parts["run"].digest)])
+    before = world.size()
+    r = world.client.post(
+        f"/v1/runs/{parts['run'].digest}/reruns", json={"reason": "none"}, headers=bearer(token)
+    )
+    problem(r, 422, "not-rerunnable")
+    assert world.size() == before
+
+
+def test_each_request_says_how_many_samples_the_policy_asks(world: World, token: str) -> None:
+    request(world, token, world.runs[0])
+    (item,) = listed(world, "pending")
+    assert item["minSamples"] == 5  # tolerance-v1's

@@ -7,6 +7,7 @@ import json
 import platform
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from jsonschema import Draft202012Validator
 
-from service.harness import contract
+from service.harness import contract, run
 from service.harness.cpu import reference, softmax
 from service.harness.environment import detect, matches, normalise
 
@@ -294,3 +295,37 @@ def test_the_same_model_matches_whatever_its_whitespace_and_case() -> None:
 def test_an_environment_missing_a_field_matches_nothing() -> None:
     partial = {"kind": "cpu", "architecture": "x86_64"}
     assert not matches(partial, partial)
+
+
+def test_the_display_suffix_does_not_stop_a_match() -> None:
+    """``detect`` names a CPU "… (CPU)" when its name does not say so; a run's manifest that
+    names the plain model still matches."""
+    run = {"kind": "cpu", "model": "AMD EPYC 7B13 64-Core Processor", "architecture": "x86_64"}
+    worker = {**run, "model": "AMD EPYC 7B13 64-Core Processor (CPU)"}
+    assert matches(run, worker) and matches(worker, run)
+
+
+def test_a_hung_harness_and_what_it_left_behind_are_killed(tmp_path: Path) -> None:
+    """Past its time limit the harness's process group is killed, and a descendant that left
+    the group holding its pipes open cannot keep the worker waiting."""
+    script = tmp_path / "hang.py"
+    script.write_text(
+        "import subprocess, sys, time\n"
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],"
+        " start_new_session=True)\n"
+        "time.sleep(60)\n",
+        encoding="utf-8",
+    )
+    outcome: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            run.run_harness([sys.executable, str(script)], {"contract": contract.CONTRACT}, 1)
+        except run.HarnessFailed as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=call)
+    worker.start()
+    worker.join(30)
+    assert not worker.is_alive(), "the worker still waits on the harness's pipes"
+    assert outcome and "time limit" in str(outcome[0])

@@ -23,6 +23,7 @@ from projections.tolerance import (
     judge,
     policy_from,
 )
+from projections.views import instant_of
 from service.app.replay import replay
 from service.ledger import Ledger
 from service.verification import verify_log
@@ -218,3 +219,24 @@ def test_policy_parameters_round_trip_and_bad_ones_are_refused() -> None:
     assert policy_from("v", {"default": {"relativeMargin": -1}}) is None
     assert policy_from("v", {"default": {"relativeMargin": 0.1, "minSamples": 0}}) is None
     assert policy_from("v", {"default": {"relativeMargin": 0.1, "verdict": True}}) is None
+
+
+def test_instants_are_the_logs_own_shape_only() -> None:
+    """A lease is decided by one exact instant shape, the log's own, so any verifier decides
+    as replay does; other ISO 8601 spellings are not instants here."""
+    assert instant_of("2026-01-01T00:00:00.000Z") is not None
+    for other in (
+        "2026-01-01T00:00:00Z",
+        "20260101T000000Z",
+        "2026-01-01 00:00:00.000Z",
+        "2026-W01-1T00:00:00.000Z",
+        "2026-01-01T00:00:00.000+00:00",
+    ):
+        assert instant_of(other) is None, other
+
+
+def test_a_result_of_more_than_ten_thousand_samples_is_malformed(ledger: Ledger) -> None:
+    digest = _run(ledger, 1000)
+    too_many = _rerun_v2(ledger, digest, _rerunner(ledger), [1000.0] * 10_001)
+    with pytest.raises(EventError):
+        ledger.append_pending([too_many])
