@@ -10,5 +10,7 @@ code: the harness crashed.
 
 The two objects are published as JSON Schemas in ``schemas/`` (``harness-input-v1`` and
 ``harness-output-v1``) and mirrored by the structs of ``contract``. ``cpu`` is the shipped
-harness (a NumPy row softmax); ``environment`` describes this machine and matches it to a run's.
+harness (a NumPy row softmax); ``cuda`` the same kernel in PyTorch on a CUDA device (never run
+on a GPU here); ``environment`` describes this machine and matches it to a run's; ``run`` runs a
+harness within its time limit.
 """

@@ -143,18 +143,19 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def read_case(bundle: HarnessInput) -> Case:
-    """The case the bundle's manifests describe.
+def read_case(bundle: HarnessInput, implementation: str = IMPLEMENTATION) -> Case:
+    """The case the bundle's manifests describe, for a harness of the row softmax written as
+    ``implementation`` (this one's, by default; the CUDA harness reads the same workloads).
 
     Raises:
-        Unsupported: the implementation is not ``numpy-row-softmax``, or the workload is not a
+        Unsupported: the implementation is not ``implementation``, or the workload is not a
             WorkloadCase with one 2-D float32 tensor ``x`` of normal data, or it is too large.
     """
     manifests: Mapping[str, Any] = bundle.manifests
     name = _field(manifests, "implementation", "metadata", "name")
-    if name != IMPLEMENTATION:
+    if name != implementation:
         raise Unsupported(
-            f"not this harness's kernel: the implementation is {name!r}, not {IMPLEMENTATION!r}"
+            f"not this harness's kernel: the implementation is {name!r}, not {implementation!r}"
         )
     if _field(manifests, "workload", "kind") != "WorkloadCase":
         raise Unsupported("manifests.workload is not a WorkloadCase")

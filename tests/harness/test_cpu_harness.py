@@ -329,3 +329,26 @@ def test_a_hung_harness_and_what_it_left_behind_are_killed(tmp_path: Path) -> No
     worker.join(30)
     assert not worker.is_alive(), "the worker still waits on the harness's pipes"
     assert outcome and "time limit" in str(outcome[0])
+
+
+def test_the_cuda_harness_refuses_where_it_cannot_run() -> None:
+    """The PyTorch/CUDA harness speaks the same contract. Here (no PyTorch, no GPU) it can
+    only refuse, with exit 2 and a one-line reason; it refuses another kernel and malformed
+    input the same way. Its measuring path has not run on a GPU."""
+    cuda = bundle()
+    cuda["manifests"]["implementation"]["metadata"]["name"] = "torch-row-softmax"
+    for stdin, reason in (
+        (encode(cuda), "PyTorch is not installed"),
+        (encode(bundle()), "not this harness's kernel"),
+        (b"{", "malformed input"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "service.harness.cuda"],
+            input=stdin,
+            capture_output=True,
+            cwd=ROOT,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 2 and done.stdout == b""
+        assert reason in done.stderr.decode(), done.stderr
