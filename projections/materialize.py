@@ -34,7 +34,8 @@ __all__ = ["FORMAT", "Materializer"]
 # 7: reruns are judged by the index (tolerance policy), never by their own flag; v2 reruns;
 #    policies only from the index; a rerunner's identity is its registered name.
 # 8: a run keeps its protocol's comparability family; rerun requests and claims in its view.
-FORMAT = 8
+# 9: p_signed is an ordinary (rowid) table, like every other.
+FORMAT = 9
 
 
 class Materializer:

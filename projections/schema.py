@@ -58,7 +58,7 @@ _DDL = {
        """,
     "p_signed": """CREATE TABLE IF NOT EXISTS p_signed (
         key_id TEXT NOT NULL, position INTEGER NOT NULL,
-        PRIMARY KEY (key_id, position)) WITHOUT ROWID""",
+        PRIMARY KEY (key_id, position))""",
     "p_signers": """CREATE TABLE IF NOT EXISTS p_signers (
         key_id TEXT PRIMARY KEY, entries INTEGER NOT NULL)""",
     "p_reports": """CREATE TABLE IF NOT EXISTS p_reports (
