@@ -137,22 +137,10 @@ def record_ops(event: AnyEvent, ctx: Context, carried: dict[str, dict[str, Any]]
                 _ENC.encode(event),
             )
             return (Insert("p_reruns", row),)
-        case RerunClaimedV2():
+        case RerunClaimed() | RerunClaimedV2():
             row = (
                 ctx.payloadDigest,
-                event.runDigest,
-                "claimed",
-                event.worker,
-                at,
-                ctx.recordedAt,
-                event.requestId,
-                _ENC.encode(event),
-            )
-            return (Insert("p_reruns", row),)
-        case RerunClaimed():
-            row = (
-                ctx.payloadDigest,
-                "",
+                event.runDigest if isinstance(event, RerunClaimedV2) else "",  # v1 names none
                 "claimed",
                 event.worker,
                 at,
