@@ -58,13 +58,14 @@ class RerunRequest(msgspec.Struct, frozen=True, omit_defaults=True):
         return until is not None and now is not None and until > now
 
 
-_INSTANT = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\Z")
+INSTANT = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\Z")
+"""An instant as the log writes its own (``events.entries.format_instant``)."""
 
 
 def instant_of(text: str | None) -> datetime | None:
     """An instant written as the log writes its own (``YYYY-MM-DDTHH:MM:SS.mmmZ``, UTC), or None
     if it is not one: one exact shape, so any verifier decides a lease as replay does."""
-    if text is None or not _INSTANT.match(text):
+    if text is None or not INSTANT.match(text):
         return None
     try:
         return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%f%z")

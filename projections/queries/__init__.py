@@ -32,7 +32,7 @@ from projections.queries.lookups import (
     registered_sources,
     run_exists,
 )
-from projections.queries.manifests import manifest, run_bundle, run_manifest
+from projections.queries.manifests import ingest_position, manifest, run_bundle, run_manifest
 from projections.queries.moderation import (
     Attestation,
     AttestationState,
@@ -78,6 +78,7 @@ __all__ = [
     "group",
     "hardware_names",
     "has_runs",
+    "ingest_position",
     "keyring",
     "keys_version",
     "known_manifests",

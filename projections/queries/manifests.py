@@ -12,7 +12,7 @@ from events.port import LogReader
 from events.types import RunIngested
 from projections.queries._asof import JSON, at
 
-__all__ = ["manifest", "run_bundle", "run_manifest"]
+__all__ = ["ingest_position", "manifest", "run_bundle", "run_manifest"]
 
 
 def manifest(
@@ -29,22 +29,25 @@ def manifest(
     return body
 
 
+def ingest_position(conn: sqlite3.Connection, digest: str, as_of: int | None = None) -> int | None:
+    """The position of the run's ``run.ingested`` entry, if the log held the run at ``as_of``
+    (a run's first version is made by that entry, at position ``valid_from - 1``)."""
+    row = conn.execute(
+        "SELECT min(valid_from) FROM p_runs WHERE run_digest = ? AND valid_from <= ?",
+        (digest, at(as_of)),
+    ).fetchone()
+    return None if row[0] is None else int(row[0]) - 1
+
+
 def run_bundle(
     conn: sqlite3.Connection, log: LogReader, digest: str, as_of: int | None = None
 ) -> dict[str, dict[str, Any]] | None:
     """The manifests the run ``digest`` was ingested with, by role (its own as ``run``), if the
     log held the run at ``as_of``: read from the run's ``run.ingested`` entry in ``log`` (the
     projections say where it is)."""
-    # A run's first version is made by its run.ingested entry at position valid_from - 1.
-    row = conn.execute(
-        "SELECT min(valid_from) FROM p_runs WHERE run_digest = ? AND valid_from <= ?",
-        (digest, at(as_of)),
-    ).fetchone()
-    if row[0] is None:
-        return None
-    seq = int(row[0]) - 1
-    leaf = log.leaf(seq)
-    if leaf is None:
+    seq = ingest_position(conn, digest, as_of)
+    leaf = log.leaf(seq) if seq is not None else None
+    if seq is None or leaf is None:
         return None
     event = decode_event(read_entry(leaf, position=seq))
     if not isinstance(event, RunIngested) or event.runDigest != digest:

@@ -7,12 +7,13 @@ from typing import Annotated, Any
 
 import msgspec
 from litestar import Request, Response, get
+from litestar.concurrency import sync_to_thread
 from litestar.params import FromPath, FromQuery, QueryParameter
 
-from service.app import runs
+from service.app import cite, runs
 from service.dossier import Dossier
 from service.web.caching import etag_of, respond, settled
-from service.web.deps import ReaderDep
+from service.web.deps import ReaderDep, Services, ServicesDep
 from service.web.params import BAD_REQUEST, RUN_ERRORS, AsOf, Limit, answer, as_of
 from service.web.reads import Reader
 
@@ -31,16 +32,31 @@ _PARTS = (("/manifest", "manifest"), ("/history", "history"))
     },
 )
 async def run_show(
-    request: Request[Any, Any, Any], reader: ReaderDep, ref: FromPath[str], as_of_text: AsOf = None
+    request: Request[Any, Any, Any],
+    services: ServicesDep,
+    ref: FromPath[str],
+    as_of_text: AsOf = None,
+    citation_format: Annotated[
+        str,
+        QueryParameter(
+            name="format",
+            description="…/citation only: text, bibtex, biblatex, csl-json or receipt",
+        ),
+    ] = "receipt",
 ) -> Response[bytes]:
     """A run's dossier (DESIGN.md §8). ``ref``: short id, ``sha256:`` digest, ``kernelindex:<uuid>``
     or ``<source>:<externalId>`` (external ids may hold ``/``: KernelBot's ``submission/N``).
     404 if nothing matches, 300 with the candidates if an alias names several runs.
 
-    Two sub-resources share this route: ``…/manifest`` (the canonical manifest bundle {run,
-    protocol, environment} as recorded) and ``…/history`` (every change to the run: the entry
-    that made it, when, and the evidence level after it)."""
+    Three sub-resources share this route: ``…/manifest`` (the canonical manifest bundle {run,
+    protocol, environment} as recorded), ``…/history`` (every change to the run: the entry
+    that made it, when, and the evidence level after it) and ``…/citation?format=`` (how to
+    cite it; ``receipt``: a file the log's key signs, checked offline by
+    ``benchproof verify-citation``)."""
     ref = ref.lstrip("/")
+    reader = services.reader
+    if ref.endswith("/citation"):
+        return await _citation(request, services, ref.removesuffix("/citation"), citation_format)
     for suffix, part in _PARTS:
         if ref.endswith(suffix):
             return _run_part(request, reader, ref.removesuffix(suffix), part, as_of_text)
@@ -56,6 +72,20 @@ async def run_show(
     # when the log grows (an alias gaining a second run), and then the size differs.
     body, etag = reader.cached(("run", ref, at, size), make)
     return respond(request, body, etag, pinned=settled(reader, as_of_text, at))
+
+
+async def _citation(
+    request: Request[Any, Any, Any], services: Services, ref: str, fmt: str
+) -> Response[bytes]:
+    base = str(request.base_url).rstrip("/")
+    log = services.reader.log
+    body, media = await sync_to_thread(
+        cite.citation, services.ledger, log.session, log, ref, fmt, base=base
+    )
+    headers = {"Cache-Control": "no-store"}  # each citation names the instant it was asked for
+    if fmt == "receipt":
+        headers["Content-Disposition"] = 'attachment; filename="citation-receipt.txt"'
+    return Response(body, media_type=media, headers=headers)
 
 
 def _run_part(

@@ -1,0 +1,50 @@
+"""``GET /v1/runs/{ref}/citation?format=…`` over the real app: every format names the digest
+permalink (built from the digest, whatever reference was asked), the digest, the access date and
+the evidence level; the receipt verifies offline with the log's vkey alone; a bad format is 400
+and an unknown run 404."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from keys.notekeys import parse_vkey
+from service.receipts import verify_receipt
+from tests.api.test_keys import World, problem, world
+
+__all__ = ["world"]
+
+MEDIA = {
+    "text": "text/plain",
+    "bibtex": "application/x-bibtex",
+    "biblatex": "application/x-bibtex",
+    "csl-json": "application/vnd.citationstyles.csl+json",
+    "receipt": "text/plain",
+}
+
+
+@pytest.mark.parametrize("fmt", list(MEDIA))
+def test_every_format_names_the_exact_version(world: World, fmt: str) -> None:
+    digest = world.runs[0]
+    short = digest[7:19]
+    r = world.client.get(f"/v1/runs/{short}/citation", params={"format": fmt})
+    assert r.status_code == 200, r.text
+    assert r.headers["content-type"].startswith(MEDIA[fmt])
+    assert r.headers["cache-control"] == "no-store"
+    body = r.content.decode()
+    assert f"/runs/{digest}" in body  # the digest form, not the short id asked for
+    if fmt == "csl-json":
+        (item,) = msgspec.json.decode(r.content)
+        assert item["URL"].endswith(f"/runs/{digest}")
+        assert item["accessed"]["date-parts"] == [[2026, 3, 1]]
+    elif fmt == "receipt":
+        verified = verify_receipt(r.content, parse_vkey(world.ledger.signers.vkey))
+        assert verified.statement.runDigest == digest
+        assert verified.statement.evidenceLevel == "reproducible"
+    else:
+        assert digest in body and "2026-03-01" in body and "reproducible" in body
+
+
+def test_a_bad_format_is_400_and_an_unknown_run_404(world: World) -> None:
+    problem(world.client.get(f"/v1/runs/{world.runs[0]}/citation?format=mla"), 400, "bad-request")
+    problem(world.client.get("/v1/runs/" + "ab" * 6 + "/citation"), 404, "unknown-run")
