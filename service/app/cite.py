@@ -6,7 +6,7 @@ people paste (``service.app.citeformats``) or as a receipt the log's key signs
 from __future__ import annotations
 
 import sqlite3
-from datetime import UTC, date
+from datetime import UTC, date, datetime
 from typing import Literal, get_args
 
 import msgspec
@@ -20,7 +20,16 @@ from service.errors import UsageError
 from service.ledger import Ledger
 from service.receipts import make_receipt
 
-__all__ = ["FORMATS", "Format", "citation", "citation_receipt", "permalink"]
+__all__ = [
+    "FORMATS",
+    "MEDIA",
+    "Format",
+    "citable",
+    "citation",
+    "citation_receipt",
+    "permalink",
+    "rendered",
+]
 
 Format = Literal["text", "bibtex", "biblatex", "csl-json", "receipt"]
 FORMATS: tuple[str, ...] = get_args(Format)
@@ -89,23 +98,58 @@ def citation(
     if view is None:
         raise UnknownRun(f"no run matches {ref!r}", reference=ref)
     names = {s.source: s.name for s in queries.sources(conn, None)}
-    observed = (view.publishedAt or view.observedAt)[:10]
-    item = citeformats.Citable(
+    item = citable(
         title=view.title or view.name,
+        digest=digest,
+        source=names.get(view.source, view.source),
+        issued=view.publishedAt or view.observedAt,
+        evidence_level=view.evidenceLevel,
+        accessed=ledger.clock(),
+        base=base,
+    )
+    return rendered(item, fmt), MEDIA[fmt]
+
+
+MEDIA = {
+    "text": "text/plain; charset=utf-8",
+    "bibtex": "application/x-bibtex; charset=utf-8",
+    "biblatex": "application/x-bibtex; charset=utf-8",
+    "csl-json": "application/vnd.citationstyles.csl+json",
+    "receipt": "text/plain; charset=utf-8",
+}
+
+
+def citable(
+    *,
+    title: str,
+    digest: str,
+    source: str,
+    issued: str | None,
+    evidence_level: str,
+    accessed: datetime,
+    base: str,
+) -> citeformats.Citable:
+    """What a citation of the run ``digest`` says (``issued``: an RFC 3339 instant or date)."""
+    day = (issued or "")[:10]
+    return citeformats.Citable(
+        title=title,
         permalink=permalink(base, digest),
         short_link=f"{base.rstrip('/')}/runs/{digest[7:19]}",
         run_digest=digest,
-        accessed=ledger.clock().astimezone(UTC),
-        evidence_level=view.evidenceLevel,
-        issued=date.fromisoformat(observed) if len(observed) == 10 else None,
-        source=names.get(view.source, view.source),
+        accessed=accessed.astimezone(UTC),
+        evidence_level=evidence_level,
+        issued=date.fromisoformat(day) if len(day) == 10 else None,
+        source=source,
     )
+
+
+def rendered(item: citeformats.Citable, fmt: str) -> bytes:
+    """``item`` in the format ``fmt`` (any of ``FORMATS`` but the receipt), ending in a newline."""
     if fmt == "csl-json":
-        return _JSON.encode([citeformats.csl_json(item)]), "application/vnd.citationstyles.csl+json"
+        return _JSON.encode([citeformats.csl_json(item)]) + b"\n"
     render = {
         "text": citeformats.text,
         "bibtex": citeformats.bibtex,
         "biblatex": citeformats.biblatex,
     }[fmt]
-    media = "text/plain; charset=utf-8" if fmt == "text" else "application/x-bibtex; charset=utf-8"
-    return (render(item).rstrip("\n") + "\n").encode(), media
+    return (render(item).rstrip("\n") + "\n").encode()

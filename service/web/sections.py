@@ -11,7 +11,6 @@ from service.dossier import Dossier
 from service.web.present import Row, Urls, number, quantity, safe_url
 
 __all__ = [
-    "bibtex",
     "correctness_text",
     "environment_rows",
     "identity_rows",
@@ -197,28 +196,6 @@ def environment_rows(d: Dossier) -> list[Row]:
     if spec.get("imageDigest"):
         rows.append(Row("image", spec["imageDigest"], digest=True))
     return rows
-
-
-def _tex(text: str) -> str:
-    for char in "\\{}&%$#_":
-        text = text.replace(char, "\\" + char)
-    return text
-
-
-def bibtex(d: Dossier, permalink: str, accessed: str) -> str:
-    """A BibTeX ``@misc`` entry for the record (DESIGN.md §9)."""
-    title = d.title or d.name
-    year = (d.publishedAt or d.observedAt)[:4]
-    return "\n".join(
-        [
-            f"@misc{{benchproof-{d.shortId},",
-            f"  title        = {{{{{_tex(title)}}}}},",
-            f"  howpublished = {{\\url{{{permalink}}}}},",
-            f"  year         = {{{year}}},",
-            f"  note         = {{Benchproof run record {d.runDigest}; evidence level {d.evidenceLevel}; accessed {accessed}}},",
-            "}",
-        ]
-    )
 
 
 def unranked_reason(d: Dossier) -> str:

@@ -125,9 +125,14 @@ def test_seed_run_dossier(browser: Any, server: Server, page: Any) -> None:
 
     cite = _text(page, "cite")
     assert f"{server.base}/runs/sha256:{SEED}a80d3089edc" in cite
-    assert "@misc{benchproof-" + SEED in cite
-    assert "accessed" in cite
-    assert "/v1/log/proof/inclusion?index=" in cite and "/v1/log/checkpoint" in cite
+    assert "accessed" in cite and "Download a citation receipt" in cite
+    page.locator("section#cite summary", has_text="BibTeX").click()
+    assert "@misc{benchproof-" + SEED in _text(page, "cite")
+    receipt = page.locator("section#cite a[download]").get_attribute("href")
+    assert (
+        receipt
+        == f"/v1/runs/sha256:{SEED}a80d3089edc96ddebce288cc1703b1bfb949d3c9ca2c2c6fd74b/citation?format=receipt"
+    )
     assert "run.ingested.v1" in _text(page, "history")
     # Our seed run names an implementation the log does not hold: shown, not hidden.
     assert "implementation" in page.locator("#unresolved").inner_text()

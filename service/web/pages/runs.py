@@ -3,15 +3,17 @@ candidates as links."""
 
 from __future__ import annotations
 
+from datetime import UTC, date, datetime, time
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from litestar import Request, Response, get
 from litestar.params import FromPath
 from litestar.response import Template
 
 from projections.errors import AmbiguousRun
-from service.app import pages, report, runs
+from service.app import cite, pages, report, runs
 from service.app.keylist import KeyRecord
 from service.dossier import short_id
 from service.web import community, present, sections
@@ -60,6 +62,25 @@ def _group_label(sheet: runs.RunSheet) -> str:
     return f"{name} on {d.hardware}" if d.hardware else str(name)
 
 
+def _citations(d: Any, source_name: str, base: str, accessed: str) -> dict[str, str]:
+    """The record in each pasteable format, as of the access day ``accessed``."""
+    item = cite.citable(
+        title=d.title or d.name,
+        digest=d.runDigest,
+        source=source_name,
+        issued=d.publishedAt or d.observedAt,
+        evidence_level=d.evidenceLevel,
+        accessed=datetime.combine(date.fromisoformat(accessed), time(0), UTC),
+        base=base,
+    )
+    return {
+        "Text": cite.rendered(item, "text").decode(),
+        "BibTeX": cite.rendered(item, "bibtex").decode(),
+        "biblatex": cite.rendered(item, "biblatex").decode(),
+        "CSL-JSON": present.pretty_json(msgspec.json.decode(cite.rendered(item, "csl-json"))),
+    }
+
+
 def _context(
     sheet: runs.RunSheet,
     keys: dict[str, KeyRecord],
@@ -69,7 +90,7 @@ def _context(
     accessed: str,
 ) -> dict[str, Any]:
     d, source = sheet.dossier, sheet.source
-    permalink = base + d.links.permalink
+    permalink = cite.permalink(base, d.runDigest)
     leader = d.rank.leader if d.rank else None
     group_key = d.comparisonKey if d.kind == "BenchmarkRun" else d.cohortKey
     spec = (d.protocol or {}).get("spec", {})
@@ -105,7 +126,8 @@ def _context(
         "manifest_json": present.pretty_json(d.manifest),
         "permalink": permalink,
         "accessed": accessed,
-        "bibtex": sections.bibtex(d, permalink, accessed),
+        "citations": _citations(d, source.name if source else d.source, base, accessed),
+        "receipt_href": f"/v1/runs/{d.runDigest}/citation?format=receipt",
         "group_href": urls.group(group_key) if group_key else None,
         "group_label": _group_label(sheet),
         "quantity": present.quantity,
