@@ -5,6 +5,7 @@ people paste (``service.app.citeformats``) or as a receipt the log's key signs
 
 from __future__ import annotations
 
+import base64
 import sqlite3
 from datetime import UTC, date, datetime
 from typing import Literal, get_args
@@ -14,7 +15,7 @@ import msgspec
 from events.entries import format_instant
 from events.stores.sqlite import SqliteLog
 from projections import queries
-from projections.errors import UnknownRun
+from projections.errors import AmbiguousRun, UnknownRun
 from service.app import citeformats
 from service.errors import UsageError
 from service.ledger import Ledger
@@ -23,7 +24,9 @@ from service.receipts import make_receipt
 __all__ = [
     "FORMATS",
     "MEDIA",
+    "CheckedCitation",
     "Format",
+    "check_citation",
     "citable",
     "citation",
     "citation_receipt",
@@ -153,3 +156,90 @@ def rendered(item: citeformats.Citable, fmt: str) -> bytes:
         "biblatex": citeformats.biblatex,
     }[fmt]
     return (render(item).rstrip("\n") + "\n").encode()
+
+
+class CheckedCitation(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Whether a plain citation (a record, a digest, an access date) holds: the digest was a
+    version of the record the reference names, in the log by the end of the access day; with
+    the digest's ``run.ingested`` entry and its inclusion proof in the latest checkpoint."""
+
+    valid: bool
+    run: str
+    digest: str
+    accessed: str
+    reason: str
+    entryIndex: int | None = None
+    recordedAt: str | None = None
+    treeSize: int | None = None
+    checkpoint: str | None = None
+    inclusionProof: list[str] | None = None
+
+
+def check_citation(
+    conn: sqlite3.Connection, log: SqliteLog, ref: str, digest: str, accessed: str
+) -> CheckedCitation:
+    """Check a citation as pasted from a paper: ``ref`` (any run reference), ``digest``
+    (``sha256:<hex>``) and ``accessed`` (a date ``YYYY-MM-DD`` or an RFC 3339 instant).
+
+    Raises:
+        UsageError: ``digest`` or ``accessed`` is malformed.
+    """
+    if not (digest.startswith("sha256:") and len(digest) == 71):
+        raise UsageError("digest must be sha256:<64 hex>", digest=digest)
+    day = accessed[:10]
+    try:
+        date.fromisoformat(day)
+    except ValueError:
+        raise UsageError("accessed must be a date YYYY-MM-DD or an RFC 3339 instant") from None
+    size = log.size_at_instant(f"{day}T23:59:59.999Z")  # what the log held by that day's end
+    index = queries.ingest_position(conn, digest)
+    if index is None or index >= size:
+        return CheckedCitation(
+            valid=False,
+            run=ref,
+            digest=digest,
+            accessed=day,
+            reason="the log held no such version by that day",
+        )
+    named = _names(conn, ref, digest, size)
+    headers = log.headers_at([index])
+    checkpoint = log.latest_checkpoint()
+    assert checkpoint is not None  # noqa: S101 - an entry is held, so a checkpoint covers it
+    proof = log.inclusion_proof(index, checkpoint.size)
+    return CheckedCitation(
+        valid=named,
+        run=ref,
+        digest=digest,
+        accessed=day,
+        reason="the digest was a version of this record on that day"
+        if named
+        else "the log held this version, but the reference named another record that day",
+        entryIndex=index,
+        recordedAt=headers[index].recorded_at,
+        treeSize=checkpoint.size,
+        checkpoint=checkpoint.note.decode(),
+        inclusionProof=[base64.b64encode(h).decode() for h in proof],
+    )
+
+
+def _names(conn: sqlite3.Connection, ref: str, digest: str, size: int) -> bool:
+    """Whether ``ref`` named the record ``digest`` is a version of, at tree size ``size``: it
+    resolves to it, or to a version that supersedes it, or it is one of its aliases."""
+    if ref in (digest, digest[7:]) or (len(ref) >= 12 and digest[7:].startswith(ref)):
+        return True
+    if ref in queries.aliases_of(conn, digest, size):
+        return True
+    try:
+        named = queries.resolve_run(conn, ref, size)
+    except (UnknownRun, AmbiguousRun):
+        return False
+    seen, current = set(), digest
+    while current not in seen:  # follow the corrections of ``digest`` up to that day
+        if current == named:
+            return True
+        seen.add(current)
+        view = queries.run_view(conn, current, size)
+        if view is None or view.supersededBy is None:
+            return False
+        current = view.supersededBy
+    return False

@@ -7,13 +7,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from urllib.parse import urlencode
 
 import httpx
+import msgspec
 
 from keys import KeyringError
 from keys.notekeys import parse_vkey
-from service.app.cite import FORMATS, citation
-from service.client import run_path
+from service.app.cite import FORMATS, check_citation, citation
+from service.client import Client, run_path
 from service.commands.base import Sub
 from service.errors import UsageError
 from service.receipts import ReceiptInvalid, verify_receipt
@@ -35,6 +37,17 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
         help="with --data: the public address the permalink names (default http://127.0.0.1:8000)",
     )
     p.set_defaults(handler=_cite)
+
+    c = sub.add_parser(
+        "check-citation",
+        parents=[common],
+        help="check a plain citation (record, digest, access date) against the log",
+    )
+    c.add_argument("run", metavar="RUN", help="the cited record: any run reference")
+    c.add_argument("--digest", required=True, help="the cited digest, sha256:<hex>")
+    c.add_argument("--accessed", required=True, help="the access date, YYYY-MM-DD")
+    c.add_argument("--server", metavar="URL", help="ask this server (default: the data directory)")
+    c.set_defaults(handler=_check)
 
     v = sub.add_parser("verify-citation", parents=[common], help="check a citation receipt offline")
     v.add_argument("file", type=Path, metavar="FILE", help="the receipt")
@@ -71,6 +84,23 @@ def _cite(args: argparse.Namespace) -> int:
         body, _ = citation(ledger, store.session, store, args.run, args.format, base=args.base)
     sys.stdout.buffer.write(body)
     return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    """Exit 0 when the citation holds, 1 when it does not; the answer as JSON on stdout."""
+    if args.server:
+        params = {"run": args.run, "digest": args.digest, "accessed": args.accessed}
+        with Client(args.server) as client:
+            body = client.get("/v1/citations/check?" + urlencode(params)).body
+    else:
+        from service.ledger import Ledger
+
+        with Ledger.open(args.data) as ledger:
+            store = ledger.store
+            checked = check_citation(store.session, store, args.run, args.digest, args.accessed)
+            body = msgspec.to_builtins(checked)
+    sys.stdout.buffer.write(msgspec.json.format(msgspec.json.encode(body), indent=2) + b"\n")
+    return 0 if body.get("valid") else 1
 
 
 def _verify(args: argparse.Namespace) -> int:

@@ -48,3 +48,34 @@ def test_every_format_names_the_exact_version(world: World, fmt: str) -> None:
 def test_a_bad_format_is_400_and_an_unknown_run_404(world: World) -> None:
     problem(world.client.get(f"/v1/runs/{world.runs[0]}/citation?format=mla"), 400, "bad-request")
     problem(world.client.get("/v1/runs/" + "ab" * 6 + "/citation"), 404, "unknown-run")
+
+
+def test_a_plain_citation_is_checked(world: World) -> None:
+    """Was the cited digest a version of the cited record on the access day? With its entry
+    and inclusion proof; a day before the run was recorded, or another record, is not."""
+    digest, other = world.runs
+    url = "/v1/citations/check"
+    held = world.client.get(
+        url, params={"run": digest[7:19], "digest": digest, "accessed": "2026-03-01"}
+    )
+    assert held.status_code == 200, held.text
+    body = held.json()
+    assert body["valid"] is True and body["entryIndex"] >= 0 and body["inclusionProof"] is not None
+    early = world.client.get(
+        url, params={"run": digest, "digest": digest, "accessed": "2026-02-28"}
+    )
+    assert early.json()["valid"] is False and "no such version" in early.json()["reason"]
+    elsewhere = world.client.get(
+        url, params={"run": other, "digest": digest, "accessed": "2026-03-01"}
+    )
+    assert elsewhere.json()["valid"] is False and "another record" in elsewhere.json()["reason"]
+    problem(
+        world.client.get(url, params={"run": digest, "digest": "md5:x", "accessed": "2026-03-01"}),
+        400,
+        "bad-request",
+    )
+    problem(
+        world.client.get(url, params={"run": digest, "digest": digest, "accessed": "yesterday"}),
+        400,
+        "bad-request",
+    )

@@ -21,7 +21,17 @@ from litestar.params import FromPath, RawBody
 
 from service.app.attest import Posted
 from service.errors import NotFound
-from service.web.api import attestations, groups, keys, log, operator, reports, reruns, runs
+from service.web.api import (
+    attestations,
+    citations,
+    groups,
+    keys,
+    log,
+    operator,
+    reports,
+    reruns,
+    runs,
+)
 from service.web.deps import Services, ServicesDep
 from service.web.params import RUN_ERRORS, problem
 
@@ -78,5 +88,6 @@ API_HANDLERS = [
     *attestations.HANDLERS,
     *reports.HANDLERS,
     *reruns.HANDLERS,
+    *citations.HANDLERS,
     run_post,
 ]

@@ -1,0 +1,69 @@
+"""``benchproof cite``, ``check-citation`` and ``verify-citation`` as a user runs them: every
+format from a data directory, a plain citation checked (exit 0 when it holds, 1 when it does
+not), a receipt verified offline (exit 1 naming the failed check when one byte changed) and a
+key file that is not a vkey refused (exit 2)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from tests.corpora import shared_file
+from tests.servers import run_cli
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    root = tmp_path_factory.mktemp("cite") / "data"
+    assert run_cli("init", "--data", root).returncode == 0
+    assert (
+        run_cli("ingest", "manifest", shared_file("seed-manifest.json"), "--data", root).returncode
+        == 0
+    )
+    listed = run_cli("runs", "list", "--json", "--data", root).stdout.splitlines()
+    return root, json.loads(listed[0])["runDigest"]
+
+
+@pytest.mark.parametrize("fmt", ["text", "bibtex", "biblatex", "csl-json", "receipt"])
+def test_cite_writes_each_format(data: tuple[Path, str], fmt: str) -> None:
+    root, digest = data
+    done = run_cli(
+        "cite", digest[7:19], "--format", fmt, "--data", root, "--base", "https://b.example"
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"https://b.example/runs/{digest}" in done.stdout
+
+
+def test_check_citation_exit_codes(data: tuple[Path, str]) -> None:
+    root, digest = data
+    today = datetime.now(UTC).date().isoformat()
+    held = run_cli(
+        "check-citation", digest, "--digest", digest, "--accessed", today, "--data", root
+    )
+    assert held.returncode == 0 and json.loads(held.stdout)["valid"] is True
+    before = run_cli(
+        "check-citation", digest, "--digest", digest, "--accessed", "2001-01-01", "--data", root
+    )
+    assert before.returncode == 1 and json.loads(before.stdout)["valid"] is False
+    bad = run_cli("check-citation", digest, "--digest", "nope", "--accessed", today, "--data", root)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+
+
+def test_verify_citation_names_what_failed(data: tuple[Path, str], tmp_path: Path) -> None:
+    root, digest = data
+    receipt = tmp_path / "receipt.txt"
+    receipt.write_text(run_cli("cite", digest, "--data", root).stdout)
+    vkey = tmp_path / "log.vkey"
+    vkey.write_text(run_cli("log", "key", "--data", root).stdout)
+    assert run_cli("verify-citation", receipt, "--log-key", vkey).returncode == 0
+    lines = receipt.read_text().split("\n")
+    lines[4] = "evidence: verified"  # the header claims a level the statement does not
+    receipt.write_text("\n".join(lines))
+    done = run_cli("verify-citation", receipt, "--log-key", vkey)
+    assert done.returncode == 1 and "bytes" in done.stderr
+    vkey.write_text("not a key\n")
+    refused = run_cli("verify-citation", receipt, "--log-key", vkey)
+    assert refused.returncode == 2 and "vkey" in refused.stderr
