@@ -43,6 +43,7 @@ from keys import KeyringError, SigningKey, VerificationError
 from keys.notekeys import NoteVerifier
 from keys.notes import open_note
 from projections.views import INSTANT as _INSTANT
+from service.errors import ServiceError
 
 __all__ = [
     "HEADER",
@@ -61,13 +62,12 @@ SIGNING_CONTEXT = b"benchproof citation receipt v1\n"
 _VERIFY = "verify: benchproof verify-citation <file> --log-key <the log's vkey file>"
 
 
-class ReceiptInvalid(Exception):
+class ReceiptInvalid(ServiceError):
     """The receipt does not check out: ``check`` names the first check that failed."""
 
     def __init__(self, check: str, detail: str) -> None:
-        super().__init__(f"{check}: {detail}")
+        super().__init__(f"{check}: {detail}", check=check)
         self.check = check
-        self.detail = detail
 
 
 class Statement(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

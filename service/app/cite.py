@@ -14,24 +14,28 @@ import msgspec
 
 from events.entries import format_instant
 from events.stores.sqlite import SqliteLog
+from keys.notekeys import parse_vkey
 from projections import queries
 from projections.errors import AmbiguousRun, UnknownRun
 from service.app import citeformats
 from service.errors import UsageError
 from service.ledger import Ledger
-from service.receipts import make_receipt
+from service.receipts import make_receipt, verify_receipt
 
 __all__ = [
     "FORMATS",
     "MEDIA",
     "CheckedCitation",
     "Format",
+    "OnlineCheck",
+    "SinceAccess",
     "check_citation",
     "citable",
     "citation",
     "citation_receipt",
     "permalink",
     "rendered",
+    "verify_online",
 ]
 
 Format = Literal["text", "bibtex", "biblatex", "csl-json", "receipt"]
@@ -243,3 +247,66 @@ def _names(conn: sqlite3.Connection, ref: str, digest: str, size: int) -> bool:
             return False
         current = view.supersededBy
     return False
+
+
+class SinceAccess(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What changed for the cited run between the receipt's checkpoint and now."""
+
+    evidenceLevelThen: str
+    evidenceLevelNow: str
+    attestationsAdded: int
+    reportsAdded: int
+    supersededBy: str | None = None  # the successor's permalink
+    retracted: str | None = None  # the reason
+
+
+class OnlineCheck(msgspec.Struct, frozen=True):
+    """A receipt checked by the log that issued it: the offline checks passed here too, the
+    log's current signed checkpoint, the consistency proof from the receipt's checkpoint to it
+    (base64 hashes; empty when the log has not grown), and what changed since access."""
+
+    summary: str
+    oldSize: int
+    newSize: int
+    checkpoint: str
+    consistencyProof: list[str]
+    since: SinceAccess
+
+
+def verify_online(
+    ledger: Ledger, conn: sqlite3.Connection, log: SqliteLog, body: bytes, *, base: str
+) -> OnlineCheck:
+    """Check a receipt against this log: offline checks with its own key, then consistency from
+    the receipt's checkpoint to the latest, and what changed for the run since.
+
+    Raises:
+        ReceiptInvalid: the receipt does not verify against this log (its ``check`` says why).
+    """
+    verified = verify_receipt(body, parse_vkey(ledger.signers.vkey))
+    statement = verified.statement
+    latest = log.latest_checkpoint()
+    assert latest is not None  # noqa: S101 - the receipt's checkpoint is this log's
+    old, new = statement.treeSize, latest.size
+    proof = log.consistency_proof(old, new) if 0 < old < new else []
+    digest = statement.runDigest
+    now = queries.run_view(conn, digest)
+    assert now is not None  # noqa: S101 - the receipt proved the run is in this log
+    then_attestations = len(queries.attestations(conn, digest, old, include_hidden=True))
+    then_reports = len(queries.reports(conn, digest, old))
+    since = SinceAccess(
+        evidenceLevelThen=statement.evidenceLevel,
+        evidenceLevelNow=now.evidenceLevel,
+        attestationsAdded=len(queries.attestations(conn, digest, include_hidden=True))
+        - then_attestations,
+        reportsAdded=len(queries.reports(conn, digest)) - then_reports,
+        supersededBy=permalink(base, now.supersededBy) if now.supersededBy else None,
+        retracted=now.retractedReason,
+    )
+    return OnlineCheck(
+        summary=verified.summary(),
+        oldSize=old,
+        newSize=new,
+        checkpoint=latest.note.decode(),
+        consistencyProof=[base64.b64encode(h).decode() for h in proof],
+        since=since,
+    )

@@ -5,6 +5,7 @@ directory, only the file and the log's verifier key)."""
 from __future__ import annotations
 
 import argparse
+import base64
 import sys
 from pathlib import Path
 from urllib.parse import urlencode
@@ -12,13 +13,17 @@ from urllib.parse import urlencode
 import httpx
 import msgspec
 
-from keys import KeyringError
-from keys.notekeys import parse_vkey
+from events.checkpoints import parse_checkpoint_body
+from events.errors import LogError, ProofError
+from events.merkle import verify_consistency
+from keys import KeyringError, VerificationError
+from keys.notekeys import NoteVerifier, parse_vkey
+from keys.notes import open_note
 from service.app.cite import FORMATS, check_citation, citation
 from service.client import Client, run_path
 from service.commands.base import Sub
 from service.errors import UsageError
-from service.receipts import ReceiptInvalid, verify_receipt
+from service.receipts import ReceiptInvalid, Statement, verify_receipt
 
 __all__ = ["register"]
 
@@ -51,6 +56,11 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
 
     v = sub.add_parser("verify-citation", parents=[common], help="check a citation receipt offline")
     v.add_argument("file", type=Path, metavar="FILE", help="the receipt")
+    v.add_argument(
+        "--server",
+        metavar="URL",
+        help="also ask the log (online): consistency since, and what changed",
+    )
     v.add_argument(
         "--log-key",
         required=True,
@@ -113,8 +123,49 @@ def _verify(args: argparse.Namespace) -> int:
         raise UsageError(f"--log-key {args.log_key}: not a vkey: {exc}") from None
     try:
         verified = verify_receipt(data, log_key)
+        online = _online(args.server, data, verified.statement, log_key) if args.server else ""
     except ReceiptInvalid as exc:
         sys.stderr.write(f"benchproof: citation does not verify: {exc}\n")
         return 1
-    sys.stdout.write(verified.summary() + "\n")
+    sys.stdout.write(verified.summary() + "\n" + online)
     return 0
+
+
+def _online(server: str, data: bytes, statement: Statement, log_key: NoteVerifier) -> str:
+    """Ask the log that issued the receipt what changed since, and check its answer: its current
+    checkpoint is signed by the same key, and consistent with the receipt's.
+
+    Raises:
+        ReceiptInvalid: the server refused the receipt, or its answer does not verify
+            (``consistency``).
+    """
+    with Client(server) as client:
+        try:
+            body = client.post("/v1/citations/verify", content=data).body
+        except UsageError as exc:
+            raise ReceiptInvalid("server", str(exc)) from None
+    try:
+        now = parse_checkpoint_body(open_note(body["checkpoint"].encode(), [log_key]).text)
+        old_root = base64.b64decode(statement.root)
+        proof = [base64.b64decode(h) for h in body["consistencyProof"]]
+        if now.size < statement.treeSize:
+            raise ProofError("the log is smaller than the receipt's checkpoint")
+        if now.size == statement.treeSize:
+            if now.root != old_root:
+                raise ProofError("the same size with another root: a fork")
+        else:
+            verify_consistency(statement.treeSize, now.size, old_root, now.root, proof)
+    except (KeyError, ValueError, KeyringError, VerificationError, LogError, ProofError) as exc:
+        raise ReceiptInvalid("consistency", f"the server's answer does not verify: {exc}") from None
+    since = body["since"]
+    lines = [
+        f"Online: the log at {now.size} entries is consistent with the cited checkpoint of "
+        f"{statement.treeSize}. Evidence level then {since['evidenceLevelThen']}, now "
+        f"{since['evidenceLevelNow']}; {since['attestationsAdded']} attestation(s) and "
+        f"{since['reportsAdded']} report(s) added since."
+    ]
+    if since.get("supersededBy"):
+        lines.append(f"Superseded by {since['supersededBy']}.")
+    if since.get("retracted"):
+        lines.append(f"Retracted: {since['retracted']}.")
+    return " ".join(lines) + "\n"

@@ -66,6 +66,7 @@ from service.app.reruns import (
 )
 from service.errors import InvalidInput, NotFound, ServiceError, UsageError
 from service.limits import RateLimited
+from service.receipts import ReceiptInvalid
 from service.state import ChallengeExpired, ChallengeForeign, ChallengeUnknown, ChallengeUsed
 
 __all__ = ["BASE", "Unauthorized", "plugin", "to_problem"]
@@ -193,6 +194,9 @@ PROBLEMS: dict[type[Exception], ProblemSpec] = {
     ),
     InvalidResult: ProblemSpec(
         f"{BASE}/invalid-rerun-result", "Not a rerun result the v2 predicate allows", 400
+    ),
+    ReceiptInvalid: ProblemSpec(
+        f"{BASE}/receipt-invalid", "The citation receipt does not verify against this log", 422
     ),
     RateLimited: ProblemSpec(f"{BASE}/rate-limited", "Too many requests", 429),
     NotFound: ProblemSpec(f"{BASE}/not-found", "Not found", 404),

@@ -5,9 +5,13 @@ and an unknown run 404."""
 
 from __future__ import annotations
 
+import base64
+
 import msgspec
 import pytest
 
+from events.merkle import verify_consistency
+from events.types import RunSuperseded
 from keys.notekeys import parse_vkey
 from service.receipts import verify_receipt
 from tests.api.test_keys import World, problem, world
@@ -79,3 +83,30 @@ def test_a_plain_citation_is_checked(world: World) -> None:
         400,
         "bad-request",
     )
+
+
+def test_online_verification_proves_consistency_and_names_the_successor(world: World) -> None:
+    old, new = world.runs
+    receipt = world.client.get(f"/v1/runs/{old}/citation", params={"format": "receipt"}).content
+    cited_at = world.size()
+    world.ledger.append([(RunSuperseded(runDigest=old, supersededBy=new, reason="fixed"), old)])
+    r = world.client.post("/v1/citations/verify", content=receipt)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert (body["oldSize"], body["newSize"]) == (cited_at, world.size())
+    proof = [base64.b64decode(h) for h in body["consistencyProof"]]
+    verify_consistency(cited_at, world.size(), _root(receipt), _root_of(body["checkpoint"]), proof)
+    since = body["since"]
+    assert since["supersededBy"].endswith(f"/runs/{new}")
+    assert (since["evidenceLevelThen"], since["evidenceLevelNow"]) == ("reproducible", "superseded")
+    tampered = receipt.replace(b"evidence: reproducible", b"evidence: verified")
+    problem(world.client.post("/v1/citations/verify", content=tampered), 422, "receipt-invalid")
+
+
+def _root(receipt: bytes) -> bytes:
+    statement = next(x for x in receipt.split(b"\n") if x.startswith(b"statement "))
+    return base64.b64decode(msgspec.json.decode(base64.b64decode(statement[10:]))["root"])
+
+
+def _root_of(note: str) -> bytes:
+    return base64.b64decode(note.split("\n")[2])

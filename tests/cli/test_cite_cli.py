@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.corpora import shared_file
-from tests.servers import run_cli
+from tests.servers import run_cli, served
 
 
 @pytest.fixture(scope="module")
@@ -67,3 +67,21 @@ def test_verify_citation_names_what_failed(data: tuple[Path, str], tmp_path: Pat
     vkey.write_text("not a key\n")
     refused = run_cli("verify-citation", receipt, "--log-key", vkey)
     assert refused.returncode == 2 and "vkey" in refused.stderr
+
+
+def test_verify_citation_online_after_the_log_grew(data: tuple[Path, str], tmp_path: Path) -> None:
+    """``--server``: the offline checks, then the log's current checkpoint (signed by the same
+    key) and a consistency proof from the receipt's, checked by the CLI itself."""
+    root, digest = data
+    receipt = tmp_path / "receipt.txt"
+    receipt.write_text(run_cli("cite", digest, "--data", root).stdout)
+    vkey = tmp_path / "log.vkey"
+    vkey.write_text(run_cli("log", "key", "--data", root).stdout)
+    examples = (
+        Path(__file__).resolve().parents[2] / "service" / "demo" / "data" / "kernelindex-examples"
+    )
+    assert run_cli("ingest", "manifest", examples, "--data", root).returncode == 0  # it grows
+    with served(root) as url:
+        done = run_cli("verify-citation", receipt, "--log-key", vkey, "--server", url)
+    assert done.returncode == 0, done.stderr
+    assert "Online:" in done.stdout and "is consistent with the cited checkpoint" in done.stdout

@@ -1,19 +1,20 @@
 """``/v1/citations``: check a plain citation as pasted from a paper (a record, a digest, an
 access date): was that digest a version of that record on that day? With the entry and its
-inclusion proof, so the answer can itself be checked."""
+inclusion proof, so the answer can itself be checked. And check a citation receipt online:
+consistency from its checkpoint to today, and what changed since it was cited."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
 import msgspec
-from litestar import Request, Response, get
-from litestar.params import QueryParameter
+from litestar import Request, Response, get, post
+from litestar.params import QueryParameter, RawBody
 
 from service.app import cite
 from service.web.caching import etag_of, respond
-from service.web.deps import ReaderDep
-from service.web.params import BAD_REQUEST, answer
+from service.web.deps import ReaderDep, ServicesDep
+from service.web.params import BAD_REQUEST, answer, problem
 
 __all__ = ["HANDLERS"]
 
@@ -41,4 +42,27 @@ async def check(
     return respond(request, body, etag_of(body), pinned=False)
 
 
-HANDLERS = [check]
+@post(
+    "/v1/citations/verify",
+    tags=["citations"],
+    sync_to_thread=True,
+    status_code=200,
+    responses={
+        **answer(cite.OnlineCheck, "The receipt holds; consistency since, and what changed"),
+        422: problem("The receipt does not verify against this log (the check that failed)"),
+    },
+)
+def verify(
+    request: Request[Any, Any, Any], services: ServicesDep, body: RawBody
+) -> Response[bytes]:
+    """Check a citation receipt (the body: the file) against this log: every offline check with
+    this log's key, then a consistency proof from the receipt's checkpoint to the latest one
+    (with it, signed), and what changed for the run since (superseded by whom, retracted, the
+    evidence level now, attestations and reports added)."""
+    log = services.reader.log
+    base = str(request.base_url).rstrip("/")
+    checked = cite.verify_online(services.ledger, log.session, log, body, base=base)
+    return Response(_ENC.encode(checked), media_type="application/json")
+
+
+HANDLERS = [check, verify]
