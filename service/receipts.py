@@ -29,15 +29,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any
 
 import msgspec
 
-from events.canonical import canonical_bytes
+from events.canonical import canonical_bytes, canonical_json, sha256_digest
 from events.checkpoints import parse_checkpoint_body
 from events.entries import decode_leaf
-from events.errors import LogError, ProofError
-from events.identity import spec_digest
+from events.errors import EventError, LogError, ProofError
 from events.merkle import leaf_hash, verify_inclusion
 from keys import KeyringError, SigningKey, VerificationError
 from keys.notekeys import NoteVerifier
@@ -234,7 +232,7 @@ class _Wire(msgspec.Struct):
 
 
 _RUN_INGESTED = msgspec.json.Decoder(_Wire)
-_MANIFEST = msgspec.json.Decoder(dict[str, Any])
+_IDENTITY = ("apiVersion", "kind", "spec")
 
 
 def verify_receipt(data: bytes, log_key: NoteVerifier) -> Verified:
@@ -300,9 +298,10 @@ def _entry(leaf: bytes, statement: Statement) -> _Entry:
         raise ReceiptInvalid("entry", "the entry is not the run's run.ingested at that index")
     try:
         wire = _RUN_INGESTED.decode(base64.b64decode(entry.envelope.payload))
-        manifest = _MANIFEST.decode(wire.manifests["run"])
-        computed = spec_digest(manifest)
-    except (msgspec.DecodeError, KeyError, binascii.Error, LogError) as exc:
+        # The spec digest (as KernelIndex computes it) straight from the manifest's JSON text:
+        # RFC 8785 of its apiVersion, kind and spec.
+        computed = sha256_digest(canonical_json(bytes(wire.manifests["run"]), members=_IDENTITY))
+    except (msgspec.DecodeError, KeyError, binascii.Error, LogError, EventError) as exc:
         raise ReceiptInvalid("digest", f"the entry holds no run manifest: {exc}") from None
     if not (wire.runDigest == computed == statement.runDigest == entry.subject):
         raise ReceiptInvalid(

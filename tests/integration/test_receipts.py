@@ -18,7 +18,7 @@ from service.app.ingest import ingest
 from service.ledger import Ledger, init_data_dir
 from service.receipts import ReceiptInvalid, verify_receipt
 from tests.builders import bundle, ingest_event
-from tests.corpora import shared_file
+from tests.corpora import CATALOG, corpus, shared_file
 from tests.servers import SCRIPT
 
 DEMO = Path(__file__).resolve().parents[2] / "service" / "demo" / "data"
@@ -26,11 +26,14 @@ DEMO = Path(__file__).resolve().parents[2] / "service" / "demo" / "data"
 
 @pytest.fixture(scope="module")
 def log(tmp_path_factory: pytest.TempPathFactory) -> Ledger:
-    """A log with runs of several sources: KernelIndex manifests, Liger-Kernel's CSV, a seed."""
+    """A log with runs of every source we import: the KernelIndex catalog (KernelBot,
+    FlashInfer-Bench, MLPerf, SOL-ExecBench rows: test material only), KernelIndex manifests,
+    Liger-Kernel's CSV, a seed."""
     ledger, _ = init_data_dir(tmp_path_factory.mktemp("cite") / "data")
     ingest(ledger, "manifest", [shared_file("seed-manifest.json")])
     ingest(ledger, "manifest", [DEMO / "kernelindex-examples"])
     ingest(ledger, "liger", [DEMO / "liger" / "all_benchmark_data.csv"])
+    ingest(ledger, "kernelindex-catalog", [corpus(*CATALOG)])
     return ledger
 
 
@@ -48,7 +51,7 @@ def _one_run_per_source(ledger: Ledger) -> dict[str, str]:
 
 def test_every_source_round_trips_offline_in_a_fresh_process(log: Ledger, tmp_path: Path) -> None:
     runs = _one_run_per_source(log)
-    assert len(runs) >= 2, runs
+    assert len(runs) >= 5, runs  # the catalog's sources, Liger-Kernel, the manifests
     for source, digest in runs.items():
         folder = tmp_path / source
         folder.mkdir()
