@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -56,6 +58,7 @@ __all__ = [
 ]
 
 HEADER = "benchproof citation receipt v1"
+_PERMALINK = re.compile(r"https?://[!-~]+\Z")  # printable ASCII, no space
 SIGNING_CONTEXT = b"benchproof citation receipt v1\n"
 _VERIFY = "verify: benchproof verify-citation <file> --log-key <the log's vkey file>"
 
@@ -146,7 +149,14 @@ def make_receipt(
     entry: bytes,
     proof: list[bytes],
 ) -> bytes:
-    """A receipt signed by the log's key ``key``."""
+    """A receipt signed by the log's key ``key``.
+
+    Raises:
+        ValueError: ``permalink`` is not an http(s) URL of printable ASCII ending in
+            ``/runs/<run_digest>``.
+    """
+    if not _permalink_of(permalink, run_digest):
+        raise ValueError(f"not a permalink of {run_digest}: {permalink!r}")
     statement = Statement(
         accessed=accessed,
         entryIndex=entry_index,
@@ -160,6 +170,18 @@ def make_receipt(
     body = canonical_bytes(msgspec.to_builtins(statement))
     signature = key.sign(SIGNING_CONTEXT + body)
     return render(Receipt(body, signature, checkpoint, entry, tuple(proof)))
+
+
+def _permalink_of(permalink: str, run_digest: str) -> bool:
+    """Whether ``permalink`` is an http(s) URL of printable ASCII, with a host, no query or
+    fragment, ending in ``/runs/<run_digest>``."""
+    if not _PERMALINK.match(permalink) or not permalink.endswith(f"/runs/{run_digest}"):
+        return False
+    try:
+        parts = urlsplit(permalink)
+        return bool(parts.hostname) and not parts.query and not parts.fragment
+    except ValueError:  # a malformed host ("[::1")
+        return False
 
 
 def _decode_statement(body: bytes) -> Statement:
@@ -176,8 +198,10 @@ def _field(line: str, name: str) -> bytes:
         raise ReceiptInvalid("format", f"expected a {name!r} line, found {line[:40]!r}")
     text = line[len(prefix) :]
     try:
+        if not text.isascii():
+            raise ValueError("not ASCII")
         data = binascii.a2b_base64(text, strict_mode=True)
-    except binascii.Error:
+    except ValueError:  # binascii.Error is one
         raise ReceiptInvalid("format", f"the {name} is not base64") from None
     if _b64(data) != text:
         raise ReceiptInvalid("format", f"the {name}'s base64 is not canonical")
@@ -196,7 +220,7 @@ def parse(data: bytes) -> tuple[list[str], Receipt]:
     except UnicodeDecodeError:
         raise ReceiptInvalid("format", "the file is not UTF-8") from None
     lines = text.split("\n")
-    if len(lines) < 14 or lines[0] != HEADER or lines[-1] != "":
+    if len(lines) < 13 or lines[0] != HEADER or lines[-1] != "":
         raise ReceiptInvalid("format", f"not a receipt: it must start with {HEADER!r}")
     parts = lines[8:-1]
     return lines[:8], Receipt(
@@ -254,6 +278,11 @@ def verify_receipt(data: bytes, log_key: NoteVerifier) -> Verified:
         checkpoint = parse_checkpoint_body(note.text)
     except (KeyringError, VerificationError, LogError) as exc:
         raise ReceiptInvalid("checkpoint", f"the checkpoint does not verify: {exc}") from None
+    # Exactly one signature line, the log key's: a line by any other key would be unsigned
+    # bytes in the file.
+    block = receipt.checkpoint[len(note.text.encode()) + 1 :]
+    if block.count(b"\n") != 1 or not block.startswith(f"\u2014 {log_key.name} ".encode()):
+        raise ReceiptInvalid("checkpoint", "the note must carry exactly one signature, the log's")
     if (checkpoint.origin, statement.origin) != (log_key.name, log_key.name):
         raise ReceiptInvalid("origin", "the statement, checkpoint and key name other logs")
     if (checkpoint.size, _b64(checkpoint.root)) != (statement.treeSize, statement.root):

@@ -6,9 +6,11 @@ people paste (``service.app.citeformats``) or as a receipt the log's key signs
 from __future__ import annotations
 
 import base64
+import re
 import sqlite3
 from datetime import UTC, date, datetime
 from typing import Literal, get_args
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -20,7 +22,7 @@ from projections.errors import AmbiguousRun, UnknownRun
 from service.app import citeformats
 from service.errors import UsageError
 from service.ledger import Ledger
-from service.receipts import make_receipt, verify_receipt
+from service.receipts import ReceiptInvalid, make_receipt, verify_receipt
 
 __all__ = [
     "FORMATS",
@@ -40,7 +42,17 @@ __all__ = [
 
 Format = Literal["text", "bibtex", "biblatex", "csl-json", "receipt"]
 FORMATS: tuple[str, ...] = get_args(Format)
+_DAY = re.compile(r"\d{4}-\d\d-\d\d\Z")
 _JSON = msgspec.json.Encoder()
+
+
+def _permalink_base(base: str) -> bool:
+    """Whether ``base`` (a request's address, or the configured public URL) makes permalinks."""
+    try:
+        parts = urlsplit(base)
+        return parts.scheme in ("http", "https") and bool(parts.hostname) and base.isprintable()
+    except ValueError:
+        return False
 
 
 def permalink(base: str, digest: str) -> str:
@@ -98,6 +110,8 @@ def citation(
     """
     if fmt not in FORMATS:
         raise UsageError(f"format must be one of {', '.join(FORMATS)}", format=fmt)
+    if not _permalink_base(base):
+        raise UsageError(f"{base!r} makes no permalink: the server needs its public URL", base=base)
     if fmt == "receipt":
         return citation_receipt(ledger, conn, log, ref, base=base), "text/plain; charset=utf-8"
     digest = queries.resolve_run(conn, ref)
@@ -173,6 +187,7 @@ class CheckedCitation(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=T
     accessed: str
     reason: str
     entryIndex: int | None = None
+    entry: str | None = None  # the leaf bytes, base64: the proof's leaf hash is checkable
     recordedAt: str | None = None
     treeSize: int | None = None
     checkpoint: str | None = None
@@ -190,11 +205,13 @@ def check_citation(
     """
     if not (digest.startswith("sha256:") and len(digest) == 71):
         raise UsageError("digest must be sha256:<64 hex>", digest=digest)
-    day = accessed[:10]
+    day = accessed
     try:
+        if not _DAY.match(day):
+            raise ValueError(day)
         date.fromisoformat(day)
     except ValueError:
-        raise UsageError("accessed must be a date YYYY-MM-DD or an RFC 3339 instant") from None
+        raise UsageError("accessed must be a date YYYY-MM-DD", accessed=accessed) from None
     size = log.size_at_instant(f"{day}T23:59:59.999Z")  # what the log held by that day's end
     index = queries.ingest_position(conn, digest)
     if index is None or index >= size:
@@ -219,6 +236,7 @@ def check_citation(
         if named
         else "the log held this version, but the reference named another record that day",
         entryIndex=index,
+        entry=base64.b64encode(log.leaf(index) or b"").decode(),
         recordedAt=headers[index].recorded_at,
         treeSize=checkpoint.size,
         checkpoint=checkpoint.note.decode(),
@@ -287,17 +305,18 @@ def verify_online(
     latest = log.latest_checkpoint()
     assert latest is not None  # noqa: S101 - the receipt's checkpoint is this log's
     old, new = statement.treeSize, latest.size
+    if old > new or base64.b64encode(log.root(old)).decode() != statement.root:
+        raise ReceiptInvalid("consistency", "the receipt's checkpoint is not in this log's past")
     proof = log.consistency_proof(old, new) if 0 < old < new else []
     digest = statement.runDigest
     now = queries.run_view(conn, digest)
     assert now is not None  # noqa: S101 - the receipt proved the run is in this log
-    then_attestations = len(queries.attestations(conn, digest, old, include_hidden=True))
+    then_attestations = len(queries.attestations(conn, digest, old))
     then_reports = len(queries.reports(conn, digest, old))
     since = SinceAccess(
         evidenceLevelThen=statement.evidenceLevel,
         evidenceLevelNow=now.evidenceLevel,
-        attestationsAdded=len(queries.attestations(conn, digest, include_hidden=True))
-        - then_attestations,
+        attestationsAdded=len(queries.attestations(conn, digest)) - then_attestations,
         reportsAdded=len(queries.reports(conn, digest)) - then_reports,
         supersededBy=permalink(base, now.supersededBy) if now.supersededBy else None,
         retracted=now.retractedReason,

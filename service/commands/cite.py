@@ -19,10 +19,10 @@ from events.merkle import verify_consistency
 from keys import KeyringError, VerificationError
 from keys.notekeys import NoteVerifier, parse_vkey
 from keys.notes import open_note
-from service.app.cite import FORMATS, check_citation, citation
+from service.app.cite import FORMATS, OnlineCheck, check_citation, citation
 from service.client import Client, run_path
 from service.commands.base import Sub
-from service.errors import UsageError
+from service.errors import NotFound, UsageError
 from service.receipts import ReceiptInvalid, Statement, verify_receipt
 
 __all__ = ["register"]
@@ -132,8 +132,9 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _online(server: str, data: bytes, statement: Statement, log_key: NoteVerifier) -> str:
-    """Ask the log that issued the receipt what changed since, and check its answer: its current
-    checkpoint is signed by the same key, and consistent with the receipt's.
+    """Ask the log that issued the receipt what changed since, and check what can be checked of
+    its answer: its current checkpoint is signed by the same key, names the same origin, and is
+    consistent with the receipt's. The rest (what changed) is the log's report, said so.
 
     Raises:
         ReceiptInvalid: the server refused the receipt, or its answer does not verify
@@ -142,12 +143,15 @@ def _online(server: str, data: bytes, statement: Statement, log_key: NoteVerifie
     with Client(server) as client:
         try:
             body = client.post("/v1/citations/verify", content=data).body
-        except UsageError as exc:
+        except (UsageError, NotFound) as exc:
             raise ReceiptInvalid("server", str(exc)) from None
     try:
-        now = parse_checkpoint_body(open_note(body["checkpoint"].encode(), [log_key]).text)
+        answer = msgspec.convert(body, OnlineCheck)
+        now = parse_checkpoint_body(open_note(answer.checkpoint.encode(), [log_key]).text)
+        if now.origin != log_key.name:
+            raise ProofError("the server's checkpoint names another log")
         old_root = base64.b64decode(statement.root)
-        proof = [base64.b64decode(h) for h in body["consistencyProof"]]
+        proof = [base64.b64decode(h) for h in answer.consistencyProof]
         if now.size < statement.treeSize:
             raise ProofError("the log is smaller than the receipt's checkpoint")
         if now.size == statement.treeSize:
@@ -155,17 +159,24 @@ def _online(server: str, data: bytes, statement: Statement, log_key: NoteVerifie
                 raise ProofError("the same size with another root: a fork")
         else:
             verify_consistency(statement.treeSize, now.size, old_root, now.root, proof)
-    except (KeyError, ValueError, KeyringError, VerificationError, LogError, ProofError) as exc:
+    except (msgspec.ValidationError, ValueError, KeyringError, VerificationError, LogError) as exc:
         raise ReceiptInvalid("consistency", f"the server's answer does not verify: {exc}") from None
-    since = body["since"]
-    lines = [
-        f"Online: the log at {now.size} entries is consistent with the cited checkpoint of "
-        f"{statement.treeSize}. Evidence level then {since['evidenceLevelThen']}, now "
-        f"{since['evidenceLevelNow']}; {since['attestationsAdded']} attestation(s) and "
-        f"{since['reportsAdded']} report(s) added since."
+    since = answer.since
+    said = [
+        f"level now {_plain(since.evidenceLevelNow)}",
+        f"{since.attestationsAdded} attestation(s) and {since.reportsAdded} report(s) added",
     ]
-    if since.get("supersededBy"):
-        lines.append(f"Superseded by {since['supersededBy']}.")
-    if since.get("retracted"):
-        lines.append(f"Retracted: {since['retracted']}.")
-    return " ".join(lines) + "\n"
+    if since.supersededBy:
+        said.append(f"superseded by {_plain(since.supersededBy)}")
+    if since.retracted:
+        said.append(f"retracted: {_plain(since.retracted)}")
+    return (
+        f"Online (checked): the log at {now.size} entries, signed by its key, is consistent "
+        f"with the cited checkpoint of {statement.treeSize}; evidence level at access "
+        f"{statement.evidenceLevel}. The log reports (not proven here): {'; '.join(said)}.\n"
+    )
+
+
+def _plain(text: str) -> str:
+    """``text`` without control characters: a server's words printed to a terminal."""
+    return "".join(c if c.isprintable() else "?" for c in text)[:300]

@@ -51,6 +51,12 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
         help="a reverse proxy whose X-Forwarded-For names the client (repeatable)",
     )
     p.add_argument(
+        "--public-url",
+        default="",
+        metavar="URL",
+        help="the address permalinks and citations name (default: the one each request came to)",
+    )
+    p.add_argument(
         "--workers",
         type=_workers,
         default=1,
@@ -109,6 +115,7 @@ def _serve(args: argparse.Namespace) -> int:
         port=args.port,
         limits=limits,
         trusted_proxies=tuple(args.trusted_proxies),
+        public_url=args.public_url,
     )
     options: dict[str, Any] = {"log_level": "warning", "access_log": False}
     if args.workers > 1:

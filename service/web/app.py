@@ -75,7 +75,7 @@ def create_app(
         ledger.data.limits, settings.limits, clock=lambda: ledger.clock().timestamp()
     )
     gate = Gate(limiter, settings.trusted_proxies)
-    services = Services(ledger, reader, gate)
+    services = Services(ledger, reader, gate, settings.public_url)
 
     def on_shutdown() -> None:
         limiter.close()

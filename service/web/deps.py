@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+from litestar import Request
 from litestar.di import NamedDependency
 
 from service.ledger import Ledger
@@ -25,6 +26,11 @@ class Services(NamedTuple):
     ledger: Ledger
     reader: Reader
     gate: Gate
+    public_url: str = ""  # the address permalinks name ("": the one the request came to)
+
+    def base(self, request: Request[Any, Any, Any]) -> str:
+        """The base of permalinks: the configured public URL, else the request's own."""
+        return (self.public_url or str(request.base_url)).rstrip("/")
 
 
 ServicesDep = NamedDependency[Services]

@@ -110,3 +110,10 @@ def _root(receipt: bytes) -> bytes:
 
 def _root_of(note: str) -> bytes:
     return base64.b64decode(note.split("\n")[2])
+
+
+def test_a_host_that_makes_no_permalink_is_400(world: World) -> None:
+    r = world.client.get(
+        f"/v1/runs/{world.runs[0]}/citation", params={"format": "text"}, headers={"host": "[::1"}
+    )
+    problem(r, 400, "bad-request")

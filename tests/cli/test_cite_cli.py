@@ -84,4 +84,6 @@ def test_verify_citation_online_after_the_log_grew(data: tuple[Path, str], tmp_p
     with served(root) as url:
         done = run_cli("verify-citation", receipt, "--log-key", vkey, "--server", url)
     assert done.returncode == 0, done.stderr
-    assert "Online:" in done.stdout and "is consistent with the cited checkpoint" in done.stdout
+    assert (
+        "Online (checked):" in done.stdout and "consistent with the cited checkpoint" in done.stdout
+    )

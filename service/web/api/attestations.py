@@ -35,7 +35,7 @@ async def post_on_run(
     against the attester's key and the client address once the signature verified. Checked on
     the event loop's thread (no thread per request: a post is mostly one signature check and a
     few index lookups), committed by the group commit's writer thread meanwhile."""
-    ledger, reader, gate = services
+    ledger, reader, gate = services.ledger, services.reader, services.gate
     posting = await attest.post_attestation_async(
         ledger, ref, body, admit=gate.quota(request).admit_async, reads=reader.log
     )

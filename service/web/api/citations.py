@@ -60,7 +60,7 @@ def verify(
     (with it, signed), and what changed for the run since (superseded by whom, retracted, the
     evidence level now, attestations and reports added)."""
     log = services.reader.log
-    base = str(request.base_url).rstrip("/")
+    base = services.base(request)
     checked = cite.verify_online(services.ledger, log.session, log, body, base=base)
     return Response(_ENC.encode(checked), media_type="application/json")
 

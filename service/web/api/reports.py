@@ -31,7 +31,7 @@ async def post_on_run(
     """``POST /v1/runs/{ref}/reports`` with ``{"reason", "text"}``: 201 ``{"id", "index"}``;
     200 with the same when the log held that report already (in a worker thread: it waits for
     the writer)."""
-    ledger, reader, gate = services
+    ledger, reader, gate = services.ledger, services.reader, services.gate
     filed, new = await sync_to_thread(_file, gate.quota(request), ledger, ref, body)
     reader.invalidate()
     return Response(

@@ -77,11 +77,13 @@ async def run_show(
 async def _citation(
     request: Request[Any, Any, Any], services: Services, ref: str, fmt: str
 ) -> Response[bytes]:
-    base = str(request.base_url).rstrip("/")
-    log = services.reader.log
-    body, media = await sync_to_thread(
-        cite.citation, services.ledger, log.session, log, ref, fmt, base=base
-    )
+    base = services.base(request)
+
+    def make() -> tuple[bytes, str]:
+        log = services.reader.log  # this worker thread's own read handle
+        return cite.citation(services.ledger, log.session, log, ref, fmt, base=base)
+
+    body, media = await sync_to_thread(make)
     headers = {"Cache-Control": "no-store"}  # each citation names the instant it was asked for
     if fmt == "receipt":
         headers["Content-Disposition"] = 'attachment; filename="citation-receipt.txt"'
