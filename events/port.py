@@ -149,6 +149,15 @@ class LogReader(Protocol):
         """
         ...
 
+    def node_range(self, level: int, start: int, end: int) -> list[bytes]:
+        """The hashes of the perfect subtrees ``(level, start)`` .. ``(level, end - 1)``, in
+        order (level 0: leaf hashes): what a C2SP tile holds.
+
+        Raises:
+            LogError: one of them is not stored.
+        """
+        ...
+
     def nodes(self) -> Iterator[tuple[int, int, bytes]]:
         """Every stored perfect subtree of level 1 and up: ``(level, index, hash)``."""
         ...

@@ -50,7 +50,7 @@ def _common() -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from service.commands import register_all
+    from service.commands import answers, register_all
 
     common = _common()
     parser = _Parser(
@@ -62,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     register_all(sub, common)
+    answers.register(sub, common)
     return parser
 
 

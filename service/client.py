@@ -20,7 +20,7 @@ import msgspec
 
 from service.errors import NotFound, UsageError
 
-__all__ = ["DEFAULT_SERVER", "Answer", "Client", "default_server", "run_path"]
+__all__ = ["DEFAULT_SERVER", "Answer", "Client", "Fetched", "default_server", "run_path"]
 
 DEFAULT_SERVER = "http://127.0.0.1:8000"
 _TIMEOUT = 30.0
@@ -61,6 +61,16 @@ class Answer(msgspec.Struct, frozen=True):
         return value
 
 
+class Fetched(msgspec.Struct, frozen=True):
+    """A successful answer as received: its status, exact body bytes and headers, and the
+    request target as sent (path, then ``?`` and the query, percent-encoded as on the wire)."""
+
+    status: int
+    content: bytes
+    headers: dict[str, str]
+    target: str
+
+
 class Client:
     """JSON requests to one server (``base_url``, e.g. ``http://127.0.0.1:8000``); a context
     manager that closes its connections."""
@@ -96,6 +106,22 @@ class Client:
         """``GET path``; see :meth:`post` for what it raises."""
         return self._send("GET", path, None)
 
+    def fetch(self, path: str) -> Fetched:
+        """``GET path``, the answer kept byte for byte with its headers (names lower-case): what
+        a signed answer is checked against (``service.answers``).
+
+        Raises:
+            NotFound: the server answered 404.
+            UsageError: any other status from 300 on, or no answer at all.
+        """
+        response = self._request("GET", path, None)
+        return Fetched(
+            response.status_code,
+            response.content,
+            {name.lower(): value for name, value in response.headers.items()},
+            response.request.url.raw_path.decode("ascii"),
+        )
+
     def post(self, path: str, body: object = None, *, content: bytes | None = None) -> Answer:
         """``POST path`` with ``body`` encoded as JSON, or with ``content``: JSON bytes sent as
         they are (a signed envelope must reach the server byte for byte).
@@ -108,7 +134,7 @@ class Client:
         data = content if content is not None else msgspec.json.encode(body)
         return self._send("POST", path, data)
 
-    def _send(self, method: str, path: str, content: bytes | None) -> Answer:
+    def _request(self, method: str, path: str, content: bytes | None) -> httpx.Response:
         headers = {"content-type": _JSON} if content is not None else None
         try:
             response = self._http.request(method, path, content=content, headers=headers)
@@ -118,6 +144,10 @@ class Client:
             ) from None
         if response.status_code >= 300:
             raise _refusal(response)
+        return response
+
+    def _send(self, method: str, path: str, content: bytes | None) -> Answer:
+        response = self._request(method, path, content)
         body = _json_object(response.content)
         if body is None:
             raise UsageError(

@@ -26,3 +26,8 @@ class NotInitialised(NotFound):
 
 class InvalidInput(UsageError):
     """Input refused as a whole; ``details["report"]`` lists each problem (one line each)."""
+
+
+class MirrorReadOnly(ServiceError):
+    """The data directory is a mirror of another log: it takes no local writes and signs
+    nothing, for it holds no keys (CLI exit 2, HTTP 403)."""

@@ -3,6 +3,11 @@
 Everything that writes to the log goes through ``Ledger.append``: events are encoded once,
 signed by the index key (two threads), committed in one transaction with their tree nodes, the
 projections and a signed checkpoint.
+
+A data directory that holds ``mirror.json`` is a mirror of another log (``benchproof
+import-log``, ``service.app.mirror``): the same leaves at the same positions and the origin's
+own checkpoint notes, and no keys. Its ledger reads as any other, and refuses every local write
+and every signature (``MirrorReadOnly``).
 """
 
 from __future__ import annotations
@@ -25,18 +30,40 @@ from events.port import Appended, stored_entries
 from events.stores.sqlite import SqliteLog
 from events.stores.sqlite_schema import WriterBusy
 from events.types import EVENT_ENCODER, Event, KeyRegistered, PolicyChanged, event_tag
-from keys import KeyFileError, SigningKey, generate_key_file, load_private_key
-from keys.notekeys import valid_key_name
+from keys import (
+    KeyFileError,
+    KeyringError,
+    NoteSigner,
+    NoteVerifier,
+    SigningKey,
+    generate_key_file,
+    load_private_key,
+)
+from keys.notekeys import parse_vkey, valid_key_name
 from projections.materialize import Materializer
 from projections.queries import KeyringCache, keyring
 from projections.shards import Unshardable, open_rebuilt, rebuild_in_one, rebuild_sharded
 from projections.tolerance import DEFAULT_POLICY, POLICY_NAME
 from service.config import DEFAULT_ORIGIN, DataDir
-from service.errors import NotInitialised, UsageError
+from service.errors import MirrorReadOnly, NotInitialised, UsageError
 from service.groupcommit import GroupCommit, Request
 from service.signing import Signers, envelope_signer
 
-__all__ = ["Clock", "Ledger", "init_data_dir", "pending_of", "scratch_folder", "utcnow"]
+__all__ = [
+    "MIRROR_FILE",
+    "MIRROR_FORMAT",
+    "Clock",
+    "Ledger",
+    "MirrorInfo",
+    "MirrorSigners",
+    "init_data_dir",
+    "mirror_refusal",
+    "pending_of",
+    "read_mirror",
+    "scratch_folder",
+    "utcnow",
+    "write_mirror",
+]
 
 Clock = Callable[[], datetime]
 
@@ -63,14 +90,113 @@ CHECK_NEUTRAL = frozenset({"attestation.posted.v1", "report.filed.v1"})
 PARALLEL_FROM = 20_000
 
 
-class Ledger:
-    """The log of one data directory, open for reading and appending."""
+MIRROR_FILE = "mirror.json"
+"""The file that marks a data directory as a mirror (``MirrorInfo``)."""
+MIRROR_FORMAT = "benchproof-mirror/v1"
 
-    def __init__(self, data: DataDir, store: SqliteLog, signers: Signers, clock: Clock) -> None:
+
+class MirrorInfo(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What ``mirror.json`` says: the log this directory mirrors (``origin``), the verifier key
+    of that log's checkpoints (C2SP vkey, as given to ``benchproof import-log --log-key``) and
+    where the mirror last took entries from (a server's URL or an exported segment's folder)."""
+
+    origin: str
+    vkey: str
+    source: str
+    format: str = MIRROR_FORMAT
+
+
+def read_mirror(root: Path) -> MirrorInfo | None:
+    """The mirror marker of the data directory ``root``, or None if it is not a mirror.
+
+    Raises:
+        UsageError: ``mirror.json`` is there but unreadable or malformed (the directory is
+            not opened as a writable log either).
+    """
+    path = Path(root) / MIRROR_FILE
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        info = msgspec.json.decode(data, type=MirrorInfo)
+        verifier = parse_vkey(info.vkey)
+    except (msgspec.DecodeError, KeyringError) as exc:
+        raise UsageError(f"{path} is not a mirror marker: {exc}") from None
+    if info.format != MIRROR_FORMAT or verifier.name != info.origin:
+        raise UsageError(f"{path} is not a {MIRROR_FORMAT} marker of the log {info.origin!r}")
+    return info
+
+
+def write_mirror(root: Path, info: MirrorInfo) -> None:
+    """Write (atomically replace) the mirror marker of the data directory ``root``."""
+    path = Path(root) / MIRROR_FILE
+    tmp = path.with_name(f".{MIRROR_FILE}.{os.getpid()}.tmp")
+    tmp.write_bytes(msgspec.json.format(msgspec.json.encode(info), indent=2) + b"\n")
+    os.replace(tmp, path)
+
+
+def mirror_refusal(
+    origin: str, why: str = "it takes no local writes; write to the origin log"
+) -> MirrorReadOnly:
+    """The refusal of a mirror of ``origin``, saying ``why``."""
+    return MirrorReadOnly(f"this data directory is a mirror of {origin}: {why}", origin=origin)
+
+
+class MirrorSigners(Signers):
+    """A mirror's stand-in for the signing keys: it knows the origin's checkpoint verifier key
+    and refuses everything that would sign (a mirror holds no keys)."""
+
+    def __init__(self, mirror: MirrorInfo) -> None:
+        # No ``Signers.__init__``: there are no keys to hold, and no signing threads.
+        self.origin = mirror.origin
+        self._vkey = mirror.vkey
+        self._verifier = parse_vkey(mirror.vkey)
+
+    def __getattr__(self, name: str) -> object:
+        # Called only for what this stand-in lacks: the keys themselves.
+        if name in ("index", "log", "note_signer"):
+            raise mirror_refusal(self.origin, "it holds no keys and signs nothing")
+        raise AttributeError(name)
+
+    @property
+    def log_verifier(self) -> NoteVerifier:
+        return self._verifier
+
+    @property
+    def vkey(self) -> str:
+        return self._vkey
+
+    def sign_chunks(self, chunks: list[list[Pending]]) -> Iterator[list[bytes]]:
+        raise mirror_refusal(self.origin)
+
+    def sign_checkpoint(self, body: str) -> bytes:
+        raise mirror_refusal(self.origin, "it signs no checkpoints; it serves the origin's")
+
+    def close(self) -> None:
+        pass
+
+
+class Ledger:
+    """The log of one data directory, open for reading and appending (a mirror's: reading
+    only; ``mirror`` is its marker, None for a log of its own)."""
+
+    def __init__(
+        self,
+        data: DataDir,
+        store: SqliteLog,
+        signers: Signers,
+        clock: Clock,
+        *,
+        mirror: MirrorInfo | None = None,
+    ) -> None:
         self.data = data
         self.store = store
         self.signers = signers
         self.clock = clock
+        self.mirror = mirror
         self.projections = Materializer(store.session)
         store.on_rollback.append(self.projections.forget)
         # The keyring for checks made on read-only handles of this log (outside the writer's
@@ -79,9 +205,24 @@ class Ledger:
         self.group: GroupCommit[Pending, sqlite3.Connection, Appended] = GroupCommit(
             self._commit_group, whole=(WriterBusy,)
         )
+        if mirror is not None and store.origin != mirror.origin:
+            store.close()
+            raise UsageError(
+                f"{data.root} mirrors {mirror.origin} ({MIRROR_FILE}), but its log is "
+                f"{store.origin}"
+            )
         self._catch_up()
-        if store.size > 0:
+        if store.size > 0 and mirror is None:
             self._check_keys()
+
+    @property
+    def note_signer(self) -> NoteSigner | None:
+        """The log key's checkpoint (note) signer; None on a mirror, which holds no keys."""
+        return None if self.mirror is not None else self.signers.note_signer
+
+    def _refuse_on_mirror(self) -> None:
+        if self.mirror is not None:
+            raise mirror_refusal(self.mirror.origin)
 
     def _check_keys(self) -> None:
         """The key files must hold the keys the log registered, still valid: the index key
@@ -106,15 +247,19 @@ class Ledger:
 
     @classmethod
     def open(cls, root: Path, *, clock: Clock = utcnow) -> Ledger:
-        """Open an initialised data directory.
+        """Open an initialised data directory (or a mirror: ``mirror.json``, no keys).
 
         Raises:
             NotInitialised: there is no log there (run ``benchproof init``).
             KeyFileError: a key file is missing, malformed or readable by others.
+            UsageError: a malformed mirror marker, or one naming another log.
         """
         data = DataDir(root)
         if not data.exists():
             raise NotInitialised(f"no log in {root} (run `benchproof init --data {root}`)")
+        mirror = read_mirror(data.root)
+        if mirror is not None:
+            return cls(data, SqliteLog.open(data.db), MirrorSigners(mirror), clock, mirror=mirror)
         store = SqliteLog.open(data.db)
         signers = Signers(
             load_private_key(data.index_key), load_private_key(data.log_key), store.origin
@@ -189,7 +334,9 @@ class Ledger:
         if not self.projections.stale() and self.projections.position() >= self.store.refresh():
             return
         with self.store.transaction():
-            if self.projections.stale():
+            if self.projections.stale() or self.projections.position() == 0:
+                # Nothing folded yet (a mirror just taken in): a rebuild, on every core for a
+                # large log, is the quickest way there.
                 self.rebuild_projections()
             else:
                 size, position = self.store.refresh(), self.projections.position()
@@ -214,7 +361,12 @@ class Ledger:
         together with the batches other threads append meanwhile (group commit: one fsync for
         all of them). ``check`` runs inside that transaction just before the append, on the
         session the projections read (raise to refuse this batch alone). ``progress`` hears of
-        each chunk written (such a batch is committed on its own)."""
+        each chunk written (such a batch is committed on its own).
+
+        Raises:
+            MirrorReadOnly: this is a mirror (nothing is appended).
+        """
+        self._refuse_on_mirror()
         signed = self._signed(pending)
         if progress is not None:
             with self.store.transaction() as session:
@@ -231,7 +383,12 @@ class Ledger:
         check: Callable[[sqlite3.Connection], None] | None = None,
     ) -> list[Appended]:
         """``append_pending`` for a handler on an event loop: the loop serves other requests
-        while the group commit's writer thread commits this batch with those queued meanwhile."""
+        while the group commit's writer thread commits this batch with those queued meanwhile.
+
+        Raises:
+            MirrorReadOnly: this is a mirror (nothing is appended).
+        """
+        self._refuse_on_mirror()
         return await self.group.submit_async(self._signed(pending), check)
 
     def _signed(self, pending: Sequence[Pending]) -> list[Pending]:
@@ -246,6 +403,7 @@ class Ledger:
     def _append(
         self, signed: Sequence[Pending], progress: Callable[[int], None] | None = None
     ) -> list[Appended]:
+        self._refuse_on_mirror()
         return self.store.append(
             signed,
             sign=self.signers.sign_chunks,
@@ -355,7 +513,15 @@ def init_data_dir(
     Raises:
         LogError: the directory holds a log with another origin.
         KeyFileError: an existing key file is unusable.
+        MirrorReadOnly: the directory is a mirror (it stays one).
     """
+    mirror = read_mirror(root)
+    if mirror is not None:
+        raise mirror_refusal(
+            mirror.origin,
+            "`benchproof init` would make it a log of its own; it takes entries only from the "
+            "origin (`benchproof import-log`)",
+        )
     if origin and not valid_key_name(origin):
         raise UsageError(
             f"invalid origin {origin!r}: it names the log's key, so it must be non-empty UTF-8 "

@@ -43,10 +43,24 @@ from events.stores.sqlite_schema import (
     create_tables,
     node_id,
 )
+from events.tiles import MAX_LEAF, LeafTooLarge
 
 __all__ = ["CHUNK", "SqliteLog"]
 
 CHUNK = 1024
+
+
+def _too_large(type_: str, subject: str, size: int) -> LeafTooLarge:
+    """The refusal of an entry whose leaf an entry bundle cannot hold (C2SP tlog-tiles: each
+    leaf is prefixed with its length in 16 bits)."""
+    return LeafTooLarge(
+        f"the entry {type_} {subject} is {size:,} bytes, over the log's limit of {MAX_LEAF:,} "
+        "bytes per entry (an entry bundle's 16-bit length): nothing of the batch was appended",
+        entryType=type_,
+        subject=subject,
+        size=size,
+        limit=MAX_LEAF,
+    )
 
 
 class SqliteLog(SqliteReads):
@@ -261,6 +275,8 @@ class SqliteLog(SqliteReads):
                 envelope = item.envelope if item.envelope is not None else next(signed)
                 seq = edge.size
                 leaf = encode_leaf(seq, recorded_at, item.type, item.subject, envelope)
+                if len(leaf) > MAX_LEAF:
+                    raise _too_large(item.type, item.subject, len(leaf))
                 lh = leaf_hash(leaf)
                 for level, index, h in edge.append(lh):
                     if level:
@@ -325,6 +341,9 @@ class SqliteLog(SqliteReads):
             end = min(self._edge.size, start + len(leaves))
             held = [leaf for _, leaf in self.leaves(start, end)]
             check_note_names(checkpoint, self.origin)
+            for seq in range(max(end, start), start + len(leaves)):  # the ones it lacks
+                if len(leaves[seq - start]) > MAX_LEAF:
+                    raise _too_large("mirrored", f"at {seq}", len(leaves[seq - start]))
             rows, edge, nodes = check_mirrored(
                 self._edge, self._last_recorded(), start, leaves, held, checkpoint, self.find
             )

@@ -100,6 +100,22 @@ class SqliteReads:
             raise LogError(f"tree node ({level}, {index}) is not stored")
         return bytes(row[0])
 
+    def node_range(self, level: int, start: int, end: int) -> list[bytes]:
+        with _reading():
+            if level == 0:
+                rows = self._conn.execute(
+                    "SELECT leaf_hash FROM entries WHERE seq >= ? AND seq < ? ORDER BY seq",
+                    (start, end),
+                ).fetchall()
+            else:
+                rows = self._conn.execute(
+                    "SELECT hash FROM tree_nodes WHERE id >= ? AND id < ? ORDER BY id",
+                    (node_id(level, start), node_id(level, end)),
+                ).fetchall()
+        if len(rows) != end - start:
+            raise LogError(f"tree nodes ({level}, {start}..{end}) are not all stored")
+        return [bytes(r[0]) for r in rows]
+
     def nodes(self) -> Iterator[tuple[int, int, bytes]]:
         with _reading():
             for key, h in self._conn.execute("SELECT id, hash FROM tree_nodes"):

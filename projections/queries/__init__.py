@@ -51,6 +51,7 @@ from projections.queries.runs import (
     has_runs,
     list_runs,
     resolve_run,
+    run_digests,
     run_versions,
     run_view,
 )
@@ -94,6 +95,7 @@ __all__ = [
     "rerun_request_run",
     "resolve_run",
     "run_bundle",
+    "run_digests",
     "run_exists",
     "run_manifest",
     "run_versions",

@@ -35,6 +35,17 @@ def run_view(conn: sqlite3.Connection, digest: str, as_of: int | None = None) ->
     return None if row is None else RUN.decode(row[0])
 
 
+def run_digests(conn: sqlite3.Connection, as_of: int | None = None) -> list[str]:
+    """The digest of every run the log held at ``as_of`` (whatever its status), in order."""
+    p = at(as_of)
+    return [
+        r[0]
+        for r in conn.execute(
+            f"SELECT run_digest FROM p_runs WHERE {LIVE} ORDER BY run_digest", (p, p)
+        )
+    ]
+
+
 def has_runs(conn: sqlite3.Connection) -> bool:
     """Whether the log holds any run (in any version)."""
     return conn.execute("SELECT 1 FROM p_runs LIMIT 1").fetchone() is not None

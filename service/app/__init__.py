@@ -17,9 +17,12 @@ codes, problem details). Nothing here knows argparse or litestar.
 - ``replay``: rebuild every projection from the log and compare;
 - ``keys``: challenges and self-registration of community keys (proof of possession);
 - ``attest``: post signed attestations (in-toto statements in DSSE envelopes), list and show them;
-- ``report``: file reports about a run (anonymous).
-
-Coming, each in its own module here: ``rerun`` (request, claim and complete reruns), ``cite`` (notarize a
-citation), ``verify_citation`` (check a citation offline) and ``audit`` (check a remote log
-through ``events.port``, mirroring its leaves).
+- ``report``: file reports about a run (anonymous);
+- ``reruns``: request, claim and complete index-controlled reruns;
+- ``cite``: cite a run (formats, the signed receipt), check a plain citation, verify online;
+- ``history``: every entry that touched a run;
+- ``tiles``: the C2SP tlog-tiles resources of the log;
+- ``answers``: recompute a saved signed answer from a local log and compare;
+- ``audit``: fetch a remote log through its tiles, verify it, replay it, compare its views;
+- ``mirror``: export a log segment, import one (or a server's log) as a mirror.
 """

@@ -160,8 +160,9 @@ class Posting(NamedTuple):
     new: bool
 
 
-MAX_STATEMENT_BYTES = 64 * 1024
-"""The largest statement an attestation may sign (its note is bounded apart, at 4 KiB)."""
+MAX_STATEMENT_BYTES = 47 * 1024
+"""The largest statement an attestation may sign (its note is bounded apart, at 4 KiB): in
+base64 in its envelope, it still fits a log entry (65,535 bytes, ``events.tiles.MAX_LEAF``)."""
 
 
 def statement_of(run_digest: str, predicate: dict[str, Any]) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from projections import queries
 from projections.errors import AmbiguousRun, UnknownRun
 from service.app import citeformats
 from service.errors import UsageError
-from service.ledger import Ledger
+from service.ledger import Ledger, mirror_refusal
 from service.receipts import ReceiptInvalid, make_receipt, verify_receipt
 
 __all__ = [
@@ -71,7 +71,14 @@ def citation_receipt(
     Raises:
         UnknownRun, AmbiguousRun: ``ref``.
         UsageError: no checkpoint covers the run's entry yet.
+        MirrorReadOnly: the ledger is a mirror, which holds no log key to sign with.
     """
+    if ledger.mirror is not None:
+        raise mirror_refusal(
+            ledger.mirror.origin,
+            "it holds no log key, so it signs no citation receipts; ask the origin log for one "
+            "(the other citation formats need no signature)",
+        )
     digest = queries.resolve_run(conn, ref)
     index = queries.ingest_position(conn, digest)
     checkpoint = log.latest_checkpoint()

@@ -13,7 +13,7 @@ import msgspec
 
 from events.errors import ProofError
 from events.port import EntryHeader, LogReader, SignedCheckpoint
-from service.errors import UsageError
+from service.errors import NotFound, UsageError
 from service.ledger import Ledger
 
 __all__ = [
@@ -81,8 +81,20 @@ class Overview(NamedTuple):
 
 def latest_checkpoint(ledger: Ledger) -> SignedCheckpoint:
     """The latest signed checkpoint, covering every committed entry: signed on the spot if the
-    log has outgrown the latest one (another process appended, or none was signed yet)."""
+    log has outgrown the latest one (another process appended, or none was signed yet). A
+    mirror signs nothing: it answers the origin's note it took last, byte for byte (an import
+    commits the entries and that note together, so it covers them).
+
+    Raises:
+        NotFound: a mirror that holds no checkpoint (it cannot happen after an import).
+    """
     store = ledger.store
+    if ledger.mirror is not None:
+        store.refresh()
+        taken = store.latest_checkpoint()
+        if taken is None:
+            raise NotFound(f"the mirror of {ledger.mirror.origin} holds no checkpoint yet")
+        return taken
     latest = store.latest_checkpoint()
     if latest is None or latest.size != store.refresh():
         latest = store.publish_checkpoint(ledger.signers.sign_checkpoint, ledger.clock())

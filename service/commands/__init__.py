@@ -4,11 +4,24 @@ from __future__ import annotations
 
 import argparse
 
-from service.commands import attest, cite, digest, ingest, keys, logcmds, reruns, serve, views
+from service.commands import (
+    attest,
+    audit,
+    cite,
+    digest,
+    ingest,
+    keys,
+    logcmds,
+    mirror,
+    reruns,
+    serve,
+    views,
+)
 from service.commands.base import Sub
 
 
 def register_all(sub: Sub, common: argparse.ArgumentParser) -> None:
     """Add every subcommand to ``sub``; ``common`` carries the options every command takes."""
-    for module in (digest, logcmds, ingest, views, serve, keys, attest, reruns, cite):
+    modules = (digest, logcmds, ingest, views, serve, keys, attest, reruns, cite, audit, mirror)
+    for module in modules:
         module.register(sub, common)

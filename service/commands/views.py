@@ -1,15 +1,15 @@
-"""``benchproof runs list|show``, ``groups show|history`` and ``replay``."""
+"""``benchproof runs list|show|history``, ``groups show|history`` and ``replay``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
-from service.app import groups, runs
+from service.app import groups, history, runs
 from service.app.replay import replay
 from service.asof import resolve_as_of
 from service.commands.base import Sub
@@ -17,6 +17,11 @@ from service.dossier import Dossier, short_id
 from service.ledger import Ledger
 
 _ENC = msgspec.json.Encoder()
+T = TypeVar("T")
+_SERVER_HELP = (
+    "ask this server instead of reading the data directory; with --json, print its signed "
+    "answer (check it with `benchproof verify-answer`)"
+)
 
 
 def register(sub: Sub, common: argparse.ArgumentParser) -> None:
@@ -39,6 +44,7 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
         metavar="RUN",
         help="short id, sha256:… digest, kernelindex:<uuid> or <source>:<externalId>",
     )
+    p.add_argument("--server", metavar="URL", help=_SERVER_HELP)
     p.set_defaults(handler=_show)
     p = runsub.add_parser(
         "list", parents=[common, as_of, as_json], help="every run (JSON lines with --json)"
@@ -47,6 +53,17 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
     p.add_argument("--source", help="only runs from this source")
     p.add_argument("--evidence", help="only runs at this evidence level")
     p.set_defaults(handler=_list)
+    p = runsub.add_parser(
+        "history",
+        parents=[common, as_of, as_json],
+        help="every entry that touched a run, in log order",
+    )
+    p.add_argument(
+        "run",
+        metavar="RUN",
+        help="short id, sha256:… digest, kernelindex:<uuid> or <source>:<externalId>",
+    )
+    p.set_defaults(handler=_run_history)
 
     groups = sub.add_parser("groups", parents=[common], help="comparison groups and leader history")
     groupsub = groups.add_subparsers(
@@ -55,6 +72,7 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
     groupsub.required = True
     p = groupsub.add_parser("show", parents=[common, as_of, as_json], help="a group's ranked runs")
     p.add_argument("key", metavar="KEY")
+    p.add_argument("--server", metavar="URL", help=_SERVER_HELP)
     p.set_defaults(handler=_group)
     p = groupsub.add_parser(
         "history", parents=[common, as_of, as_json], help="leader changes (JSON lines with --json)"
@@ -82,7 +100,42 @@ def _write_pretty(obj: Any) -> None:
     sys.stdout.buffer.write(msgspec.json.format(_ENC.encode(obj), indent=2) + b"\n")
 
 
+def _remote(args: argparse.Namespace, path: str) -> bytes | None:
+    """The server's answer to ``GET path`` (as of ``--as-of``): printed as a saved signed answer
+    with ``--json`` (None returned), else its body, for the caller to print as text."""
+    from urllib.parse import quote
+
+    from service.app.answers import fetch_signed
+    from service.client import Client
+
+    if args.as_of:
+        path += "?asOf=" + quote(args.as_of, safe=":")
+    if not args.json:
+        with Client(args.server) as client:
+            return client.fetch(path).content
+    _write_pretty(fetch_signed(args.server, path))
+    return None
+
+
+def _decoded(body: bytes, shape: type[T], server: str) -> T:
+    """A server's answer as ``shape``; one that is not is bad input (exit 2)."""
+    from service.errors import UsageError
+
+    try:
+        return msgspec.json.decode(body, type=shape)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise UsageError(f"{server} answered something other than expected: {exc}") from None
+
+
 def _show(args: argparse.Namespace) -> int:
+    if args.server:
+        from service.client import run_path
+
+        body = _remote(args, run_path(args.run))
+        if body is not None:
+            print(_dossier_text(_decoded(body, Dossier, args.server)))
+        return 0
+
     def run(ledger: Ledger, at: int | None) -> int:
         store = ledger.store
         dossier = runs.show_run(store.session, store, args.run, at, size=store.size)
@@ -119,6 +172,25 @@ def _dossier_text(dossier: Dossier) -> str:
         f"  as of size      {dossier.asOf}",
     ]
     return "\n".join(lines)
+
+
+def _run_history(args: argparse.Namespace) -> int:
+    def run(ledger: Ledger, at: int | None) -> int:
+        store = ledger.store
+        found = history.run_history(store.session, store, args.run, at, size=store.size)
+        if args.json:
+            _write_pretty(found)
+            return 0
+        print(f"History of run {short_id(found.runDigest)} as of tree size {found.asOf}")
+        for e in found.entries:
+            signer = e.signer.name or e.signer.keyId[:12] or "-"
+            print(
+                f"{e.position:>8}  {e.recordedAt}  {e.type:<24} {signer:<20} {e.event}"
+                + (f"  [{e.evidenceLevel}]" if e.evidenceLevel else "")
+            )
+        return 0
+
+    return _ledger(args, run)
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -163,6 +235,15 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _group(args: argparse.Namespace) -> int:
+    if args.server:
+        from urllib.parse import quote
+
+        body = _remote(args, "/v1/groups/" + quote(args.key, safe=":"))
+        if body is not None:
+            page = _decoded(body, groups.GroupPage, args.server)
+            _print_group(page.group, [(r.rank, r.run) for r in page.runs])
+        return 0
+
     def run(ledger: Ledger, at: int | None) -> int:
         summary, members = groups.standing(ledger.store.session, args.key, at)
         if args.json:
@@ -183,16 +264,21 @@ def _group(args: argparse.Namespace) -> int:
             }
             _write_pretty(body)
             return 0
-        print(
-            f"group {summary.comparisonKey} ({summary.metricKey}, {summary.direction} is better), {summary.members} runs"
-        )
-        for r, v in members:
-            print(
-                f"  #{r:<4} {short_id(v.runDigest)}  {v.primaryValue} {v.primaryUnit or ''}  {v.name}"
-            )
+        _print_group(summary, members)
         return 0
 
     return _ledger(args, run)
+
+
+def _print_group(summary: Any, members: Any) -> None:
+    """A group's ranked runs as text (``members``: (rank, run view or summary) pairs)."""
+    print(
+        f"group {summary.comparisonKey} ({summary.metricKey}, {summary.direction} is better), {summary.members} runs"
+    )
+    for r, v in members:
+        print(
+            f"  #{r:<4} {short_id(v.runDigest)}  {v.primaryValue} {v.primaryUnit or ''}  {v.name}"
+        )
 
 
 def _history(args: argparse.Namespace) -> int:

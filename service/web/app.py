@@ -19,6 +19,7 @@ from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
 
+from service.answers import AnswerSigner
 from service.config import DataDir, Settings
 from service.ledger import Clock, Ledger, utcnow
 from service.limits import RateLimiter
@@ -26,9 +27,10 @@ from service.logs import configure_logging
 from service.web import problems
 from service.web.api import API_HANDLERS
 from service.web.auth import TokenStore
+from service.web.caching import ANSWERING
 from service.web.deps import Services
 from service.web.limiting import Gate
-from service.web.middleware import RequestLog, head_as_get
+from service.web.middleware import Answers, RequestLog, head_as_get
 from service.web.pages import PAGE_HANDLERS, error_page
 from service.web.reads import Reader
 
@@ -41,7 +43,7 @@ SETTINGS_VARIABLE = "BENCHPROOF_SERVE_SETTINGS"
 HERE = Path(__file__).parent
 
 
-_API_PATHS = ("/v1/", "/v1", "/healthz", "/schema", "/static/")
+_API_PATHS = ("/v1/", "/v1", "/healthz", "/schema", "/static/", "/checkpoint", "/tile/")
 
 
 def _http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Response[Any]:
@@ -53,11 +55,19 @@ def _http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Response
 
 
 class BenchproofApp(Litestar):
-    """The litestar app, answering ``HEAD`` on every ``GET`` route."""
+    """The litestar app, answering ``HEAD`` on every ``GET`` route, and signing the JSON answers
+    of its reads under ``/v1`` (``answers``; none when not set)."""
+
+    answers: Answers | None = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         scope, send = head_as_get(scope, send)
-        await super().__call__(scope, receive, send)
+        token = self.answers.begin(scope) if self.answers is not None else None
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            if token is not None:
+                ANSWERING.reset(token)
 
 
 def create_app(
@@ -89,7 +99,7 @@ def create_app(
         "gate": Provide(lambda: gate, use_cache=True, sync_to_thread=False),
         "services": Provide(lambda: services, use_cache=True, sync_to_thread=False),
     }
-    return BenchproofApp(
+    app = BenchproofApp(
         route_handlers=[
             *API_HANDLERS,
             *PAGE_HANDLERS,
@@ -127,6 +137,12 @@ def create_app(
             "Services": Services,
         },
     )
+    # The log key signs the JSON answers of reads (``service.answers``) as the log's origin; a
+    # mirror holds no key, and its answers say their tree size unsigned.
+    note_signer = ledger.note_signer
+    signer = None if note_signer is None else AnswerSigner(note_signer, ledger.store.origin)
+    app.answers = Answers(reader, signer)
+    return app
 
 
 def app_from_environment() -> Litestar:

@@ -18,6 +18,7 @@ from litestar.plugins.problem_details import (
 )
 
 from events.errors import CanonicalizationError, EventError, InvalidManifest, LogError, ProofError
+from events.tiles import LeafTooLarge
 from keys import KeyringError, UnknownKey, VerificationError
 from projections.errors import AmbiguousRun, BadAsOf, ProjectionError, UnknownGroup, UnknownRun
 from service.app.attest import (
@@ -64,7 +65,8 @@ from service.app.reruns import (
     RequestLeased,
     UnknownRequest,
 )
-from service.errors import InvalidInput, NotFound, ServiceError, UsageError
+from service.app.tiles import BadTilePath, TileNotFound
+from service.errors import InvalidInput, MirrorReadOnly, NotFound, ServiceError, UsageError
 from service.limits import RateLimited
 from service.receipts import ReceiptInvalid
 from service.state import ChallengeExpired, ChallengeForeign, ChallengeUnknown, ChallengeUsed
@@ -97,6 +99,9 @@ PROBLEMS: dict[type[Exception], ProblemSpec] = {
     InvalidManifest: ProblemSpec(f"{BASE}/invalid-manifest", "The manifest is invalid", 422),
     CanonicalizationError: ProblemSpec(f"{BASE}/invalid-manifest", "The manifest is invalid", 422),
     ProofError: ProblemSpec(f"{BASE}/invalid-proof-request", "No such proof", 400),
+    LeafTooLarge: ProblemSpec(
+        f"{BASE}/entry-too-large", "The entry is too large (over 65,535 bytes)", 413
+    ),
     LogError: ProblemSpec(f"{BASE}/log-error", "The log refused the request", 400),
     EventError: ProblemSpec(f"{BASE}/invalid-event", "The event is invalid", 422),
     UnknownKey: ProblemSpec(f"{BASE}/unknown-key", "Signing key is not known", 422),
@@ -199,6 +204,13 @@ PROBLEMS: dict[type[Exception], ProblemSpec] = {
         f"{BASE}/receipt-invalid", "The citation receipt does not verify against this log", 422
     ),
     RateLimited: ProblemSpec(f"{BASE}/rate-limited", "Too many requests", 429),
+    # Mirrors (issue 16): no local writes, no signatures.
+    MirrorReadOnly: ProblemSpec(
+        f"{BASE}/mirror-read-only", "This server is a read-only mirror of another log", 403
+    ),
+    # The C2SP tlog-tiles read API (issue 16).
+    BadTilePath: ProblemSpec(f"{BASE}/bad-tile-path", "Not a C2SP tlog-tiles path", 400),
+    TileNotFound: ProblemSpec(f"{BASE}/no-such-tile", "No such tile in the log's tree", 404),
     NotFound: ProblemSpec(f"{BASE}/not-found", "Not found", 404),
     InvalidInput: ProblemSpec(f"{BASE}/invalid-input", "The input was refused", 422),
     UsageError: ProblemSpec(f"{BASE}/bad-request", "The request is malformed", 400),

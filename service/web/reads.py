@@ -13,7 +13,7 @@ from pathlib import Path
 
 from events.stores.sqlite import SqliteLog
 from projections import queries
-from service.web.caching import etag_of
+from service.web.caching import ANSWERING, etag_of
 
 __all__ = ["FRESH", "Reader"]
 
@@ -56,7 +56,21 @@ class Reader:
         if now - self._size_at > FRESH:
             self._size = queries.current_size(self.conn)
             self._size_at = now
-        return self._size
+        size = self._size  # once: another thread may refresh it meanwhile
+        answering = ANSWERING.get()
+        if answering is not None:
+            answering.size = size  # the size a read of "now" is labelled with
+        return size
+
+    def unchanged(self, size: int) -> bool:
+        """Whether the log still holds exactly ``size`` entries (read now, not the size cached
+        for ``FRESH`` seconds). Sizes only grow, so an answer made after reading ``size`` and
+        before this says True reflects exactly that size. When it says False, the next read
+        reads the size afresh."""
+        if queries.current_size(self.conn) == size:
+            return True
+        self.invalidate()
+        return False
 
     def invalidate(self) -> None:
         """Forget the size read last (after this process wrote: read your own writes)."""

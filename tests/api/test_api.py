@@ -64,7 +64,7 @@ def test_aliases_holding_a_slash(client: Client, data: Data) -> None:
         == "BenchmarkRun"
     )
     assert (
-        client.get("/v1/runs/synthetic:submission/777/history").json()[0]["event"]
+        client.get("/v1/runs/synthetic:submission/777/history").json()["entries"][0]["type"]
         == "run.ingested.v1"
     )
 
@@ -164,7 +164,7 @@ def test_manifest_and_history(client: Client) -> None:
     assert manifest["run"]["spec"] == seed["run"]["spec"]
     assert set(manifest) == {"run", "protocol", "environment"}
     history = client.get(f"/v1/runs/{SEED}/history").json()
-    assert history[0]["event"] == "run.ingested.v1"
+    assert history["entries"][0]["type"] == "run.ingested.v1"
 
 
 def test_log_endpoints_verify_independently(client: Client) -> None:

@@ -2,7 +2,8 @@
 ``groups`` (leaderboards, leader history), ``log`` (checkpoint, key, entries, proofs),
 ``keys`` (challenges, registration, listing, revocation, grants), ``attestations`` (list, show,
 withdraw, hide, the predicate's schema), ``reports`` (resolution) and ``operator`` (health,
-ingest). Handlers translate: they
+ingest); beside them, at the root, ``tiles`` (the C2SP tlog-tiles read API: ``/checkpoint``,
+``/tile/…``). Handlers translate: they
 parse the request, call one use case of ``service.app`` and answer with its result, as a cached
 read (``service.web.caching``) where they read.
 
@@ -31,6 +32,7 @@ from service.web.api import (
     reports,
     reruns,
     runs,
+    tiles,
 )
 from service.web.deps import Services, ServicesDep
 from service.web.params import RUN_ERRORS, problem
@@ -89,5 +91,6 @@ API_HANDLERS = [
     *reports.HANDLERS,
     *reruns.HANDLERS,
     *citations.HANDLERS,
+    *tiles.HANDLERS,
     run_post,
 ]

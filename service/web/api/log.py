@@ -88,7 +88,7 @@ async def proof_inclusion(
     at = as_of(reader, as_of_text)
     tree = size if size is not None else at if at is not None else reader.log.refresh()
     body = _ENC.encode(log.inclusion(reader.log, index, tree))
-    pinned = size is not None or settled(reader, as_of_text, at)
+    pinned = settled(reader, as_of_text, at) or size is not None  # settled records the size
     return respond(request, body, etag_of(body), pinned=pinned)
 
 
@@ -109,7 +109,7 @@ async def proof_consistency(
     at = as_of(reader, as_of_text)
     tree = new if new is not None else at if at is not None else reader.log.refresh()
     body = _ENC.encode(log.consistency(reader.log, old, tree))
-    pinned = new is not None or settled(reader, as_of_text, at)
+    pinned = settled(reader, as_of_text, at) or new is not None  # settled records the size
     return respond(request, body, etag_of(body), pinned=pinned)
 
 

@@ -10,7 +10,7 @@ from litestar import Request, Response, get
 from litestar.concurrency import sync_to_thread
 from litestar.params import FromPath, FromQuery, QueryParameter
 
-from service.app import cite, runs
+from service.app import cite, history, runs
 from service.dossier import Dossier
 from service.web.caching import etag_of, respond, settled
 from service.web.deps import ReaderDep, Services, ServicesDep
@@ -20,14 +20,17 @@ from service.web.reads import Reader
 __all__ = ["HANDLERS"]
 
 _ENC = msgspec.json.Encoder()
-_PARTS = (("/manifest", "manifest"), ("/history", "history"))
 
 
 @get(
     "/v1/runs/{ref:path}",
     tags=["runs"],
     responses={
-        **answer(Dossier, "The run's dossier (or its manifest bundle, or its history)"),
+        **answer(
+            Dossier | history.RunHistory,  # type: ignore[arg-type]
+            "The run's dossier (Dossier); …/manifest: its manifest bundle; …/history: every"
+            " entry that touched it (RunHistory)",
+        ),
         **RUN_ERRORS,
     },
 )
@@ -49,17 +52,21 @@ async def run_show(
     404 if nothing matches, 300 with the candidates if an alias names several runs.
 
     Three sub-resources share this route: ``…/manifest`` (the canonical manifest bundle {run,
-    protocol, environment} as recorded), ``…/history`` (every change to the run: the entry
-    that made it, when, and the evidence level after it) and ``…/citation?format=`` (how to
-    cite it; ``receipt``: a file the log's key signs, checked offline by
+    protocol, environment} as recorded), ``…/history`` (``RunHistory``: every entry that
+    touched the run, in log order — ingest, supersession or retraction, attestations and their
+    withdrawal or hiding, reports and resolutions, reruns, evidence changes, rank and leader
+    changes of its group — each with its position, recording time, type, signer and a link to
+    its inclusion proof at the size answered) and ``…/citation?format=`` (how to cite it;
+    ``receipt``: a file the log's key signs, checked offline by
     ``benchproof verify-citation``)."""
     ref = ref.lstrip("/")
     reader = services.reader
     if ref.endswith("/citation"):
         return await _citation(request, services, ref.removesuffix("/citation"), citation_format)
-    for suffix, part in _PARTS:
-        if ref.endswith(suffix):
-            return _run_part(request, reader, ref.removesuffix(suffix), part, as_of_text)
+    if ref.endswith("/manifest"):
+        return _run_part(request, reader, ref.removesuffix("/manifest"), "manifest", as_of_text)
+    if ref.endswith("/history"):
+        return _history(request, reader, ref.removesuffix("/history"), as_of_text)
     at = as_of(reader, as_of_text)
     size = reader.size()
 
@@ -88,6 +95,23 @@ async def _citation(
     if fmt == "receipt":
         headers["Content-Disposition"] = 'attachment; filename="citation-receipt.txt"'
     return Response(body, media_type=media, headers=headers)
+
+
+def _history(
+    request: Request[Any, Any, Any], reader: Reader, ref: str, as_of_text: str | None
+) -> Response[bytes]:
+    at = as_of(reader, as_of_text)
+    size = reader.size()
+
+    def make() -> bytes:
+        log = reader.log
+        # "Now" is the size read above: the entries, the body's asOf and the proof links agree
+        # even if the log grows meanwhile.
+        asked = size if at is None else at
+        return _ENC.encode(history.run_history(log.session, log, ref, asked, size=size))
+
+    body, etag = reader.cached(("history", ref, at, size), make)
+    return respond(request, body, etag, pinned=settled(reader, as_of_text, at))
 
 
 def _run_part(

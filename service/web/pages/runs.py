@@ -1,5 +1,5 @@
-"""``/runs/{ref}``: the run dossier page (DESIGN.md §8); an ambiguous alias answers 300 with its
-candidates as links."""
+"""``/runs/{ref}``: the run dossier page (DESIGN.md §8), and ``/runs/{ref}/history``: every
+entry that touched the run; an ambiguous alias answers 300 with its candidates as links."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from litestar.params import FromPath
 from litestar.response import Template
 
 from projections.errors import AmbiguousRun
-from service.app import cite, pages, report, runs
+from service.app import cite, history, pages, report, runs
 from service.app.keylist import KeyRecord
 from service.dossier import short_id
 from service.web import community, present, sections
@@ -33,10 +33,13 @@ def run_page(
     ref: FromPath[Path],
     as_of_text: AsOf = None,
 ) -> Template | Response[bytes]:
-    """The run dossier; an ambiguous alias answers 300 with its candidates as links."""
+    """The run dossier (``…/history``: the run's history); an ambiguous alias answers 300 with
+    its candidates as links."""
     at = as_of(reader, as_of_text)
     urls = present.Urls(at)
     text = str(ref).lstrip("/")
+    if text.endswith("/history"):
+        return _history_page(request, reader, text.removesuffix("/history"), at, as_of_text)
     accessed = ledger.clock().date().isoformat()
     base = str(request.base_url).rstrip("/")
     size = reader.size()
@@ -51,6 +54,40 @@ def run_page(
     # (its citation's access date): rendered once per such key.
     try:
         body, etag = reader.cached(("page", text, at, size, base, accessed), make)
+    except AmbiguousRun as exc:
+        return _candidates_page(runs.candidate_runs(reader.conn, exc, at), exc, urls, at)
+    return respond(request, body, etag, pinned=settled(reader, as_of_text, at), media_type=HTML)
+
+
+def _history_page(
+    request: Request[Any, Any, Any],
+    reader: ReaderDep,
+    text: str,
+    at: int | None,
+    as_of_text: str | None,
+) -> Template | Response[bytes]:
+    """Every entry that touched the run, as a table linking each to its proof and signer."""
+    urls = present.Urls(at)
+    size = reader.size()
+
+    def make() -> bytes:
+        log = reader.log
+        sheet = history.history_sheet(log.session, log, text, at, size=size)
+        view = sheet.view
+        context = {
+            "h": sheet.history,
+            "view": view,
+            "title": view.title or view.name,
+            "short": short_id(view.runDigest),
+            "run_href": urls.run(view.runDigest),
+            "json_href": f"/v1/runs/{view.runDigest}/history"
+            + (f"?asOf={at}" if at is not None else ""),
+            "as_of": at,
+        }
+        return render(request, "history.html", context)
+
+    try:
+        body, etag = reader.cached(("history-page", text, at, size), make)
     except AmbiguousRun as exc:
         return _candidates_page(runs.candidate_runs(reader.conn, exc, at), exc, urls, at)
     return respond(request, body, etag, pinned=settled(reader, as_of_text, at), media_type=HTML)

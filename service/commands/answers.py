@@ -1,0 +1,67 @@
+"""``benchproof verify-answer FILE --log-key VKEY [--data DIR]``: check a saved answer (what
+``runs show --server URL --json`` prints) offline with the log's vkey, and with ``--data``
+against the answer the local log gives at the same tree size. Exit 0 when it holds, 1 when the
+signature or the comparison fails (one line naming it), 2 on bad input."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from keys import KeyringError
+from keys.notekeys import parse_vkey
+from service.answers import AnswerInvalid, decode_saved
+from service.app.answers import verify_saved
+from service.commands.base import Sub
+from service.errors import UsageError
+
+__all__ = ["register"]
+
+
+def register(sub: Sub, common: argparse.ArgumentParser) -> None:
+    # Not the common ``--data`` (which defaults to $BENCHPROOF_DATA or ./var): here it names the
+    # log to recompute the answer from, so it is used only when given on this command.
+    del common
+    v = sub.add_parser(
+        "verify-answer",
+        help="check a saved signed answer (runs show --server URL --json) against the log's key",
+    )
+    v.add_argument("file", type=Path, metavar="FILE", help="the saved answer (JSON)")
+    v.add_argument(
+        "--log-key",
+        required=True,
+        type=Path,
+        metavar="VKEY",
+        help="a file holding the log's vkey (as `benchproof log key` prints it)",
+    )
+    v.add_argument(
+        "--data",
+        dest="replay",
+        type=Path,
+        metavar="DIR",
+        help="also recompute the answer from the log in DIR (a mirror, an audit's replay) at "
+        "the answer's tree size and compare",
+    )
+    v.set_defaults(handler=_verify)
+
+
+def _verify(args: argparse.Namespace) -> int:
+    try:
+        data = args.file.read_bytes()
+        log_key = parse_vkey(args.log_key.read_text(encoding="utf-8").strip())
+    except OSError as exc:
+        raise UsageError(f"cannot read {exc.filename}: {exc.strerror}") from None
+    except (KeyringError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--log-key {args.log_key}: not a vkey: {exc}") from None
+    try:
+        answer = decode_saved(data)
+    except AnswerInvalid as exc:
+        raise UsageError(f"{args.file}: {exc.detail}") from None
+    try:
+        checked = verify_saved(answer, log_key, args.replay)
+    except AnswerInvalid as exc:
+        sys.stderr.write(f"benchproof: answer does not verify: {' '.join(exc.detail.split())}\n")
+        return 1
+    sys.stdout.write(checked.summary() + "\n")
+    return 0
