@@ -48,6 +48,12 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
         "--sample", type=_positive, metavar="N", help="compare the views of N random runs only"
     )
     p.add_argument("--seed", type=int, help="with --sample: repeat the sample this seed draws")
+    p.add_argument(
+        "--no-replay",
+        action="store_true",
+        help="the fast path: check the checkpoint, consistency, tiles, tree and every signature, "
+        "but neither replay nor compare views",
+    )
     p.add_argument("--json", action="store_true", help="the report as one JSON object")
     p.set_defaults(handler=_audit)
 
@@ -112,6 +118,7 @@ def _audit(args: argparse.Namespace) -> int:
             seed=args.seed,
             progress=bars,
             check_answer=check,
+            replay=not args.no_replay,
         )
     finally:
         bars.close()

@@ -354,3 +354,13 @@ def test_a_server_that_stops_serving_its_tiles_fails_the_audit(
     (failure,) = _failures(report)
     assert failure["check"] == "tiles"
     assert "tile/entries/002" in str(failure["detail"])
+
+
+def test_the_fast_path_checks_the_log_but_neither_replays_nor_compares(
+    bp: Runner, origin: tuple[Path, str], vkey: Path
+) -> None:
+    code, report = _audit(bp, origin[1], vkey, "--no-replay")
+    assert code == 0
+    assert report["entries"] == report["treeSize"]
+    assert report["runsCompared"] == 0
+    assert report["checked"] == ["checkpoint", "tiles", "tree", "signatures", "log"]
