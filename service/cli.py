@@ -16,7 +16,13 @@ from typing import NoReturn
 
 from events.errors import EventError
 from keys import KeyringError
-from projections.errors import AmbiguousRun, ProjectionError, UnknownGroup, UnknownRun
+from projections.errors import (
+    AmbiguousRun,
+    MalformedReference,
+    ProjectionError,
+    UnknownGroup,
+    UnknownRun,
+)
 from service.app.runs import candidates
 from service.errors import InvalidInput, NotFound, ServiceError
 
@@ -83,6 +89,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in report if isinstance(report, list) else []:
             sys.stderr.write(f"  {line}\n")
         return code
+    except MalformedReference as exc:  # bad input, though an UnknownRun too
+        return _fail(exc.detail, EXIT_USAGE)
     except (UnknownRun, UnknownGroup) as exc:
         return _fail(exc.detail, EXIT_NOT_FOUND)
     except AmbiguousRun as exc:

@@ -14,7 +14,7 @@ from events.port import LogReader
 from projections import queries
 from projections.views import RunView
 
-__all__ = ["Dossier", "build_dossier", "short_id"]
+__all__ = ["Dossier", "Neighbour", "build_dossier", "short_id"]
 
 
 def short_id(digest: str) -> str:
@@ -53,6 +53,34 @@ class Links(msgspec.Struct, frozen=True, omit_defaults=True):
     history: str
     group: str | None = None
     compareWithLeader: str | None = None
+
+
+class Neighbour(msgspec.Struct, frozen=True):
+    """A run of the same workload on the same hardware, with the same metric, whose primary
+    value beats this run's from another comparison group; ``differs`` names the parts of the
+    comparison key that keep the two apart (``protocolKey``, ``environmentKey``, …)."""
+
+    runDigest: str
+    shortId: str
+    groupKey: str
+    value: float | None
+    unit: str | None
+    differs: list[str]
+
+
+_KEY_PARTS = ("operationDigest", "protocolKey", "environmentKey", "correctnessKey")
+
+
+def _neighbour(view: RunView, other: RunView) -> Neighbour:
+    differs = [f for f in _KEY_PARTS if getattr(view, f) != getattr(other, f)]
+    return Neighbour(
+        runDigest=other.runDigest,
+        shortId=short_id(other.runDigest),
+        groupKey=other.group_key or "",
+        value=other.primaryValue,
+        unit=other.primaryUnit,
+        differs=differs,
+    )
 
 
 class Dossier(msgspec.Struct, frozen=True):
@@ -101,6 +129,8 @@ class Dossier(msgspec.Struct, frozen=True):
     supersededBy: str | None = None
     retractedReason: str | None = None
     hardware: str | None = None
+    # Faster (or better) runs of the same workload on the same hardware in other groups.
+    betterElsewhere: list[Neighbour] = []
 
 
 def _measurements(run: dict[str, Any]) -> list[dict[str, Any]]:
@@ -311,4 +341,5 @@ def build_dossier(
         supersededBy=view.supersededBy,
         retractedReason=view.retractedReason,
         hardware=view.hardware,
+        betterElsewhere=[_neighbour(view, o) for o in queries.better_elsewhere(conn, view, as_of)],
     )

@@ -43,6 +43,7 @@ from projections.queries.moderation import (
     find_report,
     reports,
 )
+from projections.queries.neighbours import better_elsewhere
 from projections.queries.policies import tolerance_policy
 from projections.queries.reruns import rerun_request_ids, rerun_request_run
 from projections.queries.runs import (
@@ -73,6 +74,7 @@ __all__ = [
     "attestation_counts",
     "attestation_state",
     "attestations",
+    "better_elsewhere",
     "current_size",
     "find_attestations",
     "find_report",

@@ -22,6 +22,7 @@ __all__ = [
     "all_ranks",
     "group",
     "leader_history",
+    "matching_groups",
     "rank_of",
     "ranked_members",
 ]
@@ -167,6 +168,31 @@ def all_ranks(conn: sqlite3.Connection, as_of: int | None = None) -> dict[str, t
         for value, digest, _ in members:
             out[digest] = (position[sign * value], len(values))
     return out
+
+
+def matching_groups(
+    conn: sqlite3.Connection, ref: str, as_of: int | None = None, *, limit: int = 20
+) -> list[str]:
+    """The keys of the groups (and cohorts) live at ``as_of`` that ``ref`` names: its own key
+    when a group has it, else every key that starts with ``ref`` (a short key, with or without
+    its ``sha256:``), in key order, at most ``limit``. None for a ``ref`` that is no hex key."""
+    p = at(as_of)
+    ref = ref.strip().lower()
+    exact = conn.execute(
+        f"SELECT 1 FROM p_groups WHERE group_key = ? AND {LIVE} LIMIT 1", (ref, p, p)
+    ).fetchone()
+    if exact is not None:
+        return [ref]
+    low = ref if ref.startswith("sha256:") else "sha256:" + ref
+    digits = low[len("sha256:") :]
+    if not digits or not all(c in "0123456789abcdef" for c in digits):
+        return []
+    rows = conn.execute(
+        "SELECT DISTINCT group_key FROM p_groups"
+        f" WHERE group_key >= ? AND group_key < ? AND {LIVE} ORDER BY group_key LIMIT ?",
+        (low, low + "g", p, p, limit),
+    ).fetchall()
+    return [r[0] for r in rows]
 
 
 def leader_history(

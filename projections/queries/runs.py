@@ -1,15 +1,15 @@
 """Reads of runs: one run as it stood, its versions and aliases, what a reference names, and
-runs listed in digest order."""
+runs listed in the search's order."""
 
 from __future__ import annotations
 
 import re
 import sqlite3
 from collections.abc import Iterator
-from typing import Any
 
-from projections.errors import AmbiguousRun, UnknownRun
+from projections.errors import AmbiguousRun, MalformedReference, UnknownRun
 from projections.queries._asof import LIVE, RUN, at
+from projections.queries.search import search_runs
 from projections.views import RunView
 
 __all__ = [
@@ -24,6 +24,8 @@ __all__ = [
 
 _HEX = re.compile(r"^[0-9a-f]{12,64}\Z")
 _FULL = re.compile(r"^sha256:[0-9a-f]{64}\Z")
+_UUID = re.compile(r"^[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\Z")
+_ALIAS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*:[^\x00-\x1f\x7f]+\Z")  # <source>:<externalId>
 
 
 def run_view(conn: sqlite3.Connection, digest: str, as_of: int | None = None) -> RunView | None:
@@ -53,14 +55,65 @@ def has_runs(conn: sqlite3.Connection) -> bool:
 
 def resolve_run(conn: sqlite3.Connection, ref: str, as_of: int | None = None) -> str:
     """The run digest a reference names: a full ``sha256:`` digest, a short id (the first 12 or
-    more hex digits), ``kernelindex:<uuid>`` or a source alias ``<source>:<externalId>``.
+    more hex digits), ``kernelindex:<uuid>`` or a source alias ``<source>:<externalId>`` (an
+    external id may hold ``/``: ``kernelbot:submission/7``).
 
     Raises:
-        UnknownRun: nothing matches (malformed references included).
+        MalformedReference: ``ref`` is none of those forms (it can name no run).
+        UnknownRun: nothing matches; asked ``as_of`` a past size, the detail says so (and
+            whether the run entered the log later).
         AmbiguousRun: the reference names several runs (``details["candidates"]``).
     """
-    p = at(as_of)
     ref = ref.strip()
+    _check_reference(ref)
+    candidates = _candidates(conn, ref, at(as_of))
+    if not candidates:
+        raise _unknown(conn, ref, as_of)
+    if len(candidates) > 1:
+        candidates = _current_of_corrections(conn, candidates, as_of)
+    if len(candidates) > 1:
+        raise AmbiguousRun(
+            f"{ref!r} names {len(candidates)} runs; choose one by digest",
+            reference=ref,
+            candidates=candidates,
+        )
+    return candidates[0]
+
+
+REFERENCE_FORMS = (
+    "a short id (12 or more lowercase hex digits), sha256:<64 hex digits>, kernelindex:<uuid> "
+    "or <source>:<externalId>"
+)
+"""What a run reference looks like, in words (for the errors that refuse one)."""
+
+
+def _check_reference(ref: str) -> None:
+    """Refuse a reference that is none of the forms a run is named by.
+
+    Raises:
+        MalformedReference: say which form it missed and what the forms are.
+    """
+    why = None
+    if ref.startswith("sha256:"):
+        if not _FULL.match(ref):
+            why = "a sha256: digest has 64 lowercase hex digits"
+    elif ref.startswith("kernelindex:"):
+        if not _UUID.match(ref.removeprefix("kernelindex:")):
+            why = "a kernelindex: id is a UUID"
+    elif ":" in ref:
+        if not _ALIAS.match(ref):
+            why = "an alias is <source>:<externalId>, both non-empty"
+    elif not _HEX.match(ref):
+        why = "a short id has 12 or more lowercase hex digits" if ref else "it is empty"
+    if why is not None:
+        raise MalformedReference(
+            f"{ref!r} is not a run reference ({why}); a reference is {REFERENCE_FORMS}",
+            reference=ref,
+        )
+
+
+def _candidates(conn: sqlite3.Connection, ref: str, p: int) -> list[str]:
+    """The digests a well-formed reference names at size ``p`` (any number of them)."""
     candidates: list[str] = []
     if _FULL.match(ref):
         live = conn.execute(
@@ -80,17 +133,25 @@ def resolve_run(conn: sqlite3.Connection, ref: str, as_of: int | None = None) ->
             (ref, p),
         ).fetchall()
         candidates = [r[0] for r in rows]
-    if not candidates:
-        raise UnknownRun(f"no run matches {ref!r}", reference=ref)
-    if len(candidates) > 1:
-        candidates = _current_of_corrections(conn, candidates, as_of)
-    if len(candidates) > 1:
-        raise AmbiguousRun(
-            f"{ref!r} names {len(candidates)} runs; choose one by digest",
-            reference=ref,
-            candidates=candidates,
-        )
-    return candidates[0]
+    return candidates
+
+
+def _unknown(conn: sqlite3.Connection, ref: str, as_of: int | None) -> UnknownRun:
+    """The error for a reference that names nothing: asked as of a past size, it says which,
+    and whether the log held nothing then or the run entered it later."""
+    if as_of is None:
+        return UnknownRun(f"no run matches {ref!r}", reference=ref)
+    if as_of == 0:
+        why = "the log held no entries then"
+    elif _candidates(conn, ref, at(None)):
+        why = "the run was not in the log yet; it entered later"
+    else:
+        why = "nor does any now"
+    return UnknownRun(
+        f"no run matches {ref!r} as of tree size {as_of} (asOf {as_of}): {why}",
+        reference=ref,
+        asOf=as_of,
+    )
 
 
 def _current_of_corrections(
@@ -143,27 +204,18 @@ def list_runs(
     source: str | None = None,
     evidence: str | None = None,
     hardware: str | None = None,
-    after: str | None = None,
     limit: int | None = None,
 ) -> Iterator[RunView]:
-    """Runs ordered by digest (keyset pagination: ``after`` the last digest seen)."""
-    p = at(as_of)
-    clauses: list[str] = [LIVE]
-    params: list[Any] = [p, p]
-    for column, value in (
-        ("group_key", group_key),
-        ("source", source),
-        ("evidence_level", evidence),
-        ("hardware", hardware),
-    ):
-        if value is not None:
-            clauses.append(f"{column} = ?")
-            params.append(value)
-    if after is not None:
-        clauses.append("run_digest > ?")
-        params.append(after)
-    sql = f"SELECT view FROM p_runs WHERE {' AND '.join(clauses)} ORDER BY run_digest"
-    if limit is not None:
-        sql += f" LIMIT {int(limit)}"
-    for (body,) in conn.execute(sql, params):
-        yield RUN.decode(body)
+    """Runs (of a group, a source, an evidence level, an accelerator) in the order of the
+    search (``search_runs``: by workload, then primary value best-first, then digest)."""
+    found = search_runs(
+        conn,
+        as_of,
+        group_key=group_key,
+        source=source,
+        evidence=evidence,
+        hardware=hardware,
+        limit=limit,
+    )
+    for view, _ in found:
+        yield view

@@ -1,21 +1,32 @@
-"""Reads the HTML pages need: the sources with their notices, the hardware on record and a
-substring search over runs. Each answers as of a tree size."""
+"""Reads the HTML pages and the runs API need: the sources with their notices, the hardware on
+record and the one search over runs (its filters, its order and its keyset). Each answers as of
+a tree size."""
 
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
 from projections.queries._asof import LIVE, RUN, at
 from projections.views import RunView
 
-__all__ = ["Source", "hardware_names", "search_runs", "sources"]
+__all__ = [
+    "Found",
+    "RunKey",
+    "Source",
+    "hardware_names",
+    "run_sources",
+    "search_runs",
+    "sources",
+]
 
 
 class Source(msgspec.Struct, frozen=True):
-    """A registered source: its display name, where it publishes, its license and notice."""
+    """A source: its display name, where it publishes, its license and notice, how many runs it
+    has. ``registered`` is False for a source the runs name that no registration describes (runs
+    imported from manifests name their source themselves): its name is its key."""
 
     source: str
     name: str
@@ -23,23 +34,44 @@ class Source(msgspec.Struct, frozen=True):
     license: str | None
     notice: str | None
     runs: int = 0
+    registered: bool = True
+
+
+def _run_counts(conn: sqlite3.Connection, p: int) -> dict[str, int]:
+    rows = conn.execute(
+        f"SELECT source, count(*) FROM p_runs WHERE {LIVE} GROUP BY source", (p, p)
+    ).fetchall()
+    return {str(source): int(n) for source, n in rows}
 
 
 def sources(conn: sqlite3.Connection, as_of: int | None = None) -> list[Source]:
     """Every source registered at ``as_of``, with how many runs it had then."""
-    p = at(as_of)
-    counts = dict(
-        conn.execute(
-            f"SELECT source, count(*) FROM p_runs WHERE {LIVE} GROUP BY source", (p, p)
-        ).fetchall()
-    )
+    return _registered(conn, at(as_of), _run_counts(conn, at(as_of)))
+
+
+def _registered(conn: sqlite3.Connection, p: int, counts: dict[str, int]) -> list[Source]:
     rows = conn.execute(
         "SELECT source, name, url, license, notice FROM p_sources WHERE valid_from <= ? ORDER BY name",
         (p,),
     ).fetchall()
     return [
-        Source(source, name, url, license_, notice, int(counts.get(source, 0)))
+        Source(source, name, url, license_, notice, counts.get(source, 0))
         for source, name, url, license_, notice in rows
+    ]
+
+
+def run_sources(conn: sqlite3.Connection, as_of: int | None = None) -> list[Source]:
+    """Every source a run names or a registration describes at ``as_of``: the registered ones
+    (``sources``), then those only runs name (``registered=False``), by key. Their counts add
+    up to every run."""
+    p = at(as_of)
+    counts = _run_counts(conn, p)  # counted once, for both lists
+    listed = _registered(conn, p, counts)
+    known = {s.source for s in listed}
+    return listed + [
+        Source(name, name, None, None, None, n, registered=False)
+        for name, n in sorted(counts.items())
+        if name not in known
     ]
 
 
@@ -54,9 +86,65 @@ def hardware_names(conn: sqlite3.Connection, as_of: int | None = None) -> list[s
     return [r[0] for r in rows]
 
 
+class RunKey(NamedTuple):
+    """Where a run sorts: its workload (the benchmark it ran, else its workload manifest's
+    name, else its own name), whether it has no primary value (runs without one come last),
+    its primary value best-first (negated where higher is better) and its digest (the
+    tie-break)."""
+
+    workload: str
+    unvalued: int
+    value: float
+    digest: str
+
+
+class Found(NamedTuple):
+    """A run a search found, with the key it sorts by (a cursor is made of it)."""
+
+    view: RunView
+    key: RunKey
+
+
+# The sort key of a run as columns, computed once per row in the inner select. The workload is
+# the benchmark the source names (if not blank), else the name of the run's workload manifest (as the log held
+# it), else the run's own name.
+_KEYED = (
+    "SELECT view, run_digest,"
+    " COALESCE(NULLIF(json_extract(CAST(view AS TEXT), '$.benchmark'), ''),"
+    " (SELECT NULLIF(m.name, '') FROM p_manifests m WHERE"
+    " m.digest = json_extract(CAST(view AS TEXT), '$.workloadDigest') AND m.valid_from <= ?),"
+    " json_extract(CAST(view AS TEXT), '$.name'), '') AS k_workload,"
+    " (primary_value IS NULL) AS k_unvalued,"
+    " COALESCE(CASE direction WHEN 'higher' THEN -primary_value ELSE primary_value END, 0.0)"
+    " AS k_value"
+    " FROM p_runs WHERE {where}"
+)
+_ORDER = "k_workload, k_unvalued, k_value, run_digest"
+
+
 def _like(text: str) -> str:
     escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
+
+
+def _text_clause(text: str, p: int) -> tuple[str, list[Any]]:
+    # The views are stored as JSON bytes; SQLite's JSON functions read text only.
+    fields = ("$.name", "$.title", "$.benchmark")
+    # A run also matches by its operation's name or title (an OperationSpec the log holds).
+    operation = (
+        "json_extract(CAST(view AS TEXT), '$.operationDigest') IN (SELECT digest FROM"
+        " p_manifests WHERE kind = 'OperationSpec' AND valid_from <= ? AND (name LIKE ?"
+        " ESCAPE '\\' OR json_extract(CAST(body AS TEXT), '$.metadata.title') LIKE ?"
+        " ESCAPE '\\'))"
+    )
+    clause = (
+        "("
+        + " OR ".join(f"json_extract(CAST(view AS TEXT), '{f}') LIKE ? ESCAPE '\\'" for f in fields)
+        + " OR "
+        + operation
+        + ")"
+    )
+    return clause, [_like(text)] * len(fields) + [p, _like(text), _like(text)]
 
 
 def search_runs(
@@ -66,45 +154,41 @@ def search_runs(
     text: str | None = None,
     source: str | None = None,
     hardware: str | None = None,
-    after: str | None = None,
-    limit: int = 50,
-) -> list[RunView]:
+    evidence: str | None = None,
+    group_key: str | None = None,
+    after: RunKey | None = None,
+    limit: int | None = 50,
+) -> list[Found]:
     """Runs whose name, title, benchmark or operation (name or title) contains ``text``
-    (case-insensitive), of ``source`` on ``hardware``, ordered by digest after the keyset
-    cursor ``after``; at most ``limit``."""
+    (case-insensitive), of ``source`` on ``hardware`` at the ``evidence`` level in the group
+    ``group_key`` (each None: any), in ``RunKey`` order (by workload, then primary value
+    best-first, then digest) after the keyset cursor ``after``; at most ``limit`` (None: all).
+    The home page's search, ``GET /v1/runs`` and ``runs list`` all read runs through here."""
     p = at(as_of)
     clauses = [LIVE]
-    params: list[Any] = [p, p]
-    if source:
-        clauses.append("source = ?")
-        params.append(source)
-    if hardware:
-        clauses.append("hardware = ?")
-        params.append(hardware)
-    if after:
-        clauses.append("run_digest > ?")
-        params.append(after)
+    params: list[Any] = [p, p, p]  # the workload's manifest, then the live version
+    for column, value in (
+        ("source", source),
+        ("hardware", hardware),
+        ("evidence_level", evidence),
+        ("group_key", group_key),
+    ):
+        if value is not None:
+            clauses.append(f"{column} = ?")
+            params.append(value)
     if text:
-        # The views are stored as JSON bytes; SQLite's JSON functions read text only.
-        fields = ("$.name", "$.title", "$.benchmark")
-        # A run also matches by its operation's name or title (an OperationSpec the log holds).
-        operation = (
-            "json_extract(CAST(view AS TEXT), '$.operationDigest') IN (SELECT digest FROM"
-            " p_manifests WHERE kind = 'OperationSpec' AND valid_from <= ? AND (name LIKE ?"
-            " ESCAPE '\\' OR json_extract(CAST(body AS TEXT), '$.metadata.title') LIKE ?"
-            " ESCAPE '\\'))"
-        )
-        clauses.append(
-            "("
-            + " OR ".join(
-                f"json_extract(CAST(view AS TEXT), '{f}') LIKE ? ESCAPE '\\'" for f in fields
-            )
-            + " OR "
-            + operation
-            + ")"
-        )
-        params += [_like(text)] * len(fields) + [p, _like(text), _like(text)]
-    where = " AND ".join(clauses)
-    sql = f"SELECT view FROM p_runs WHERE {where} ORDER BY run_digest LIMIT ?"
-    params.append(limit)
-    return [RUN.decode(r[0]) for r in conn.execute(sql, params)]
+        clause, bound = _text_clause(text, p)
+        clauses.append(clause)
+        params += bound
+    sql = f"SELECT * FROM ({_KEYED.format(where=' AND '.join(clauses))})"
+    if after is not None:
+        sql += f" WHERE ({_ORDER}) > (?, ?, ?, ?)"
+        params += [after.workload, after.unvalued, after.value, after.digest]
+    sql += f" ORDER BY {_ORDER}"
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(int(limit))
+    return [
+        Found(RUN.decode(body), RunKey(str(w), int(n), float(v), str(digest)))
+        for body, digest, w, n, v in conn.execute(sql, params)
+    ]

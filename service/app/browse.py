@@ -1,6 +1,6 @@
-"""Browsing: the search of the home page (by text, source and accelerator, in keyset pages) with
-the registered sources (their notices, how many runs each has) and the accelerators the runs
-name, and runs side by side with their sources' display names. Every read answers as of a tree
+"""Browsing: the search of the home page (by text, source and accelerator, in keyset pages; the
+search ``GET /v1/runs`` answers) with every source (their notices, how many runs each has) and
+the accelerators the runs name, and runs side by side with their sources' display names. Every read answers as of a tree
 size (``as_of``; None for now, the size the caller read as ``size``)."""
 
 from __future__ import annotations
@@ -11,17 +11,17 @@ from collections.abc import Sequence
 import msgspec
 
 from projections import queries
+from projections.queries.search import run_sources
 from projections.views import RunView
-from service.app.cursors import one_page
-from service.app.runs import Comparison, compare
+from service.app.runs import Comparison, compare, find_runs
 
 __all__ = ["Search", "SideBySide", "search", "side_by_side"]
 
 
 class Search(msgspec.Struct, frozen=True):
     """A page of found runs (``next`` is the cursor of the next page, if any), with what a
-    search can be narrowed by: every registered source and every accelerator the runs name;
-    ``total`` counts the runs of every source."""
+    search can be narrowed by: every source (the registered ones, then those only runs name)
+    and every accelerator the runs name; ``total`` counts every run."""
 
     runs: list[RunView]
     sources: list[queries.Source]
@@ -50,20 +50,25 @@ def search(
     limit: int = 50,
 ) -> Search:
     """At most ``limit`` runs whose name, title, benchmark or operation contains ``text``
-    (case-insensitive), of ``source`` on ``hardware``, ordered by digest after the keyset cursor
-    ``after``; with the sources and accelerators to narrow by."""
-    found = queries.search_runs(
-        conn, as_of, text=text, source=source, hardware=hardware, after=after, limit=limit + 1
+    (case-insensitive), of ``source`` on ``hardware``, found by ``runs.find_runs`` (the search
+    ``GET /v1/runs`` answers too: by workload, then primary value best-first, then digest, after
+    the cursor ``after``); with the sources and accelerators to narrow by.
+
+    Raises:
+        UsageError: ``source`` is not a source the log knows, or ``after`` not a cursor a page
+            gave.
+    """
+    found = find_runs(
+        conn, as_of, text=text, source=source, hardware=hardware, after=after, limit=limit
     )
-    page, after_last = one_page(found, limit, lambda v: v.runDigest)
-    listed = queries.sources(conn, as_of)
+    listed = run_sources(conn, as_of)
     return Search(
-        runs=page,
+        runs=found.views,
         sources=listed,
         hardware=queries.hardware_names(conn, as_of),
         total=sum(s.runs for s in listed),
         asOf=size if as_of is None else as_of,
-        next=after_last,
+        next=found.next,
     )
 
 

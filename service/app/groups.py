@@ -3,14 +3,18 @@ Every read answers as of a tree size (``as_of``; None for now, the size read as 
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from typing import NamedTuple
 
 import msgspec
 
 from projections import queries
+from projections.errors import UnknownGroup
+from projections.queries.groups import matching_groups
 from projections.views import LeaderChange, RunView
 from service.app.runs import RunSummary, manifest_title, summary
+from service.errors import UsageError
 
 __all__ = [
     "Board",
@@ -21,6 +25,7 @@ __all__ = [
     "group_history",
     "group_page",
     "leader_history",
+    "resolve_group",
     "standing",
 ]
 
@@ -58,6 +63,38 @@ class Board(NamedTuple):
     runs: dict[str, RunView]
     operationTitle: str | None
     workloadTitle: str | None
+
+
+_GROUP_REF = re.compile(r"(sha256:)?[0-9a-f]{1,64}\Z", re.IGNORECASE)
+
+
+def resolve_group(conn: sqlite3.Connection, ref: str, as_of: int | None) -> str:
+    """The key of the group ``ref`` names: its full key, or a unique prefix of it (with or
+    without ``sha256:``), as runs take a short id.
+
+    Raises:
+        UnknownGroup: no group (at ``as_of``) has a key that starts with ``ref``.
+        UsageError: ``ref`` is no key or prefix of one (bad input), or the prefix names several
+            groups (the message lists them, at most 20).
+    """
+    if not _GROUP_REF.match(ref.strip()):
+        raise UsageError(
+            f"{ref!r} is not a group key: a key is sha256:<64 hex digits>, and any prefix of"
+            " its hex digits names it when no other key shares that prefix",
+            key=ref,
+        )
+    found = matching_groups(conn, ref, as_of, limit=21)
+    if not found:
+        raise UnknownGroup(f"no comparison group matches {ref!r}", key=ref)
+    if len(found) > 1:
+        many = len(found) > 20
+        listed = ", ".join(found[:20]) + (", …" if many else "")
+        raise UsageError(
+            f"{ref!r} names {'more than 20' if many else len(found)} comparison groups;"
+            f" choose one by a longer key: {listed}",
+            candidates=found[:20],
+        )
+    return found[0]
 
 
 def standing(conn: sqlite3.Connection, key: str, as_of: int | None) -> Standing:

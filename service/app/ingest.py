@@ -9,6 +9,7 @@ what the log already holds is not appended again.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -16,13 +17,14 @@ from typing import NamedTuple
 
 import msgspec
 
-from events.errors import EventError
-from service.errors import ServiceError, UsageError
+from events.errors import EventError, InvalidManifest
+from events.yamlcore import load_yaml
+from service.errors import InvalidInput, ServiceError, UsageError
 from service.ingest.api import commit_plan, plan_import
 from service.ingest.core import IngestResult, Rejected
 from service.ledger import Ledger
 
-__all__ = ["Ingested", "ingest", "ingest_upload"]
+__all__ = ["Ingested", "ingest", "ingest_upload", "upload_name"]
 
 
 class Ingested(NamedTuple):
@@ -86,14 +88,83 @@ def _write_partial(path: Path, rejected: list[Rejected]) -> Path:
     return partial
 
 
-def ingest_upload(ledger: Ledger, source: str, body: bytes, name: str) -> IngestResult:
+# A media type's subtype that says an upload's format: the suffix of the name it is read under.
+_BY_SUBTYPE = {
+    "json": ".json",
+    "yaml": ".yaml",
+    "x-yaml": ".yaml",
+    "csv": ".csv",
+    "zstd": ".jsonl.zst",
+    "x-ndjson": ".jsonl",
+    "jsonl": ".jsonl",
+}
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+# How a YAML stream of mappings starts (after blank and comment lines): a directive, a document
+# marker, or a key. A body that does not start so is not parsed as YAML to find out.
+_YAML_START = re.compile(
+    rb"(?:[ \t]*(?:#[^\n]*)?\r?\n)*(?:%YAML|---|[A-Za-z_\"'][^\n:]*:(?:[ \t]|\r?\n))"
+)
+FORMAT_RULE = (
+    "the format is the ?filename= suffix (.json, .jsonl, .yaml, .yml, .csv, .jsonl.zst), else the"
+    " Content-Type (application/json, application/yaml, text/csv, application/x-ndjson,"
+    " application/zstd), else what the body parses as"
+)
+"""How an upload's format is decided, in words (the errors that refuse one say it)."""
+
+
+def upload_name(filename: str | None, content_type: str | None, body: bytes) -> tuple[str, str]:
+    """The file name an upload is read under (its suffix picks the format), and how it was
+    decided: ``filename`` if given; else the media type of ``content_type`` if it names a
+    format; else what ``body`` is: zstd, one JSON value, JSON lines, or YAML (the YAML 1.2 core
+    schema of ``events.yamlcore``, every document a mapping), JSON failing all of them."""
+    if filename:
+        return Path(filename).name, "from ?filename="
+    media = (content_type or "").split(";")[0].strip().lower()
+    subtype = media.rsplit("/", 1)[-1]
+    if subtype in _BY_SUBTYPE:
+        return "upload" + _BY_SUBTYPE[subtype], f"from the Content-Type {media}"
+    return "upload" + _sniffed(body), "by its content (no ?filename= or format Content-Type)"
+
+
+def _sniffed(body: bytes) -> str:
+    if body.startswith(_ZSTD_MAGIC):
+        return ".jsonl.zst"
+    if _is_json(body):
+        return ".json"
+    lines = [line for line in body.splitlines() if line.strip()]
+    if len(lines) > 1 and all(_is_json(line) for line in lines):
+        return ".jsonl"
+    return ".yaml" if _YAML_START.match(body) and _is_yaml(body) else ".json"
+
+
+def _is_json(text: bytes) -> bool:
+    try:
+        msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        return False
+    return True
+
+
+def _is_yaml(text: bytes) -> bool:
+    """Whether ``text`` is YAML whose every document is a mapping (as manifests are)."""
+    try:
+        docs = load_yaml(text)
+    except InvalidManifest:
+        return False
+    return bool(docs) and all(isinstance(d, dict) for d in docs)
+
+
+def ingest_upload(
+    ledger: Ledger, source: str, body: bytes, name: str, *, decided: str = ""
+) -> IngestResult:
     """Import one uploaded file of ``source``: ``body`` under the file name ``name`` (whose
-    suffix picks the format). Invalid rows refuse it whole.
+    suffix picks the format; ``decided`` says how it was chosen, for the errors). Invalid rows
+    refuse it whole.
 
     Raises:
         UsageError: ``name`` names no file (empty, ``.`` or ``..``).
         As ``ingest``; their messages name the upload by ``name``, never the server's
-        temporary folder.
+        temporary folder; an ``InvalidInput`` says which format the upload was read as.
     """
     base = Path(name).name
     if base in ("", ".", ".."):
@@ -105,7 +176,27 @@ def ingest_upload(ledger: Ledger, source: str, body: bytes, name: str) -> Ingest
             return ingest(ledger, source, [path]).result
         except (ServiceError, EventError) as exc:
             _hide(exc, str(Path(tmp)) + "/")
+            if isinstance(exc, InvalidInput) and not _parses_as(base, body):
+                _say_format(exc, base, decided)
             raise
+
+
+def _parses_as(name: str, body: bytes) -> bool:
+    """Whether ``body`` parses as the format ``name``'s suffix picks (True if not JSON or YAML:
+    the importer's own message says what was wrong)."""
+    if name.endswith(".json"):
+        return _is_json(body)
+    if name.endswith((".yaml", ".yml")):
+        return _is_yaml(body)
+    return True
+
+
+def _say_format(exc: InvalidInput, name: str, decided: str) -> None:
+    """Add to a refusal of an upload that did not parse the format it was read as, and what
+    decides the format."""
+    how = f" ({decided})" if decided else ""
+    exc.detail += f"; the upload was read as {name}{how}: {FORMAT_RULE}"
+    exc.args = (exc.detail, *exc.args[1:])
 
 
 def _hide(exc: ServiceError | EventError, folder: str) -> None:

@@ -60,11 +60,13 @@ class LeafItem(msgspec.Struct, frozen=True):
     leaf: str
 
 
-class Entries(msgspec.Struct, frozen=True):
-    """A page of entries, read against the tree of ``treeSize`` entries."""
+class Entries(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A page of entries, read against the tree of ``treeSize`` entries; ``next``, present only
+    when the page stopped at ``PAGE_LIMIT`` short of what was asked, is the link to the rest."""
 
     entries: list[LeafItem]
     treeSize: int
+    next: str | None = None
 
 
 class Overview(NamedTuple):
@@ -134,9 +136,27 @@ def entries(
 
 def entries_page(log: LogReader, start: int, end: int | None, *, size: int) -> Entries:
     """Entries ``start <= index < end`` of the tree of ``size`` entries (``end`` defaults to
-    ``size``), at most ``PAGE_LIMIT``."""
+    ``size``, and stops there), at most ``PAGE_LIMIT``; if more were asked, ``next`` links to
+    the rest (``start`` after the last one, ``end`` as asked, at most ``size``: the same tree).
+
+    Raises:
+        UsageError: ``start`` is after ``end``, or beyond the tree (``details``: ``parameter``).
+    """
+    if end is not None and start > end:
+        raise UsageError(
+            f"start ({start}) must be at most end ({end}): entries start <= index < end",
+            parameter="start",
+        )
+    if start > size:
+        raise UsageError(
+            f"start ({start}) is beyond the tree of {size} entries: start is at most treeSize",
+            parameter="start",
+        )
     stop = size if end is None else min(end, size)
-    return Entries(list(entries(log, start, stop, limit=PAGE_LIMIT)), size)
+    items = list(entries(log, start, stop, limit=PAGE_LIMIT))
+    after = start + len(items)
+    more = f"/v1/log/entries?start={after}&end={stop}" if after < stop else None
+    return Entries(items, size, more)
 
 
 def recent_entries(log: LogReader, size: int, count: int = 20) -> list[EntryHeader]:

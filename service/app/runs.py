@@ -10,21 +10,24 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator, Sequence
-from typing import NamedTuple
+from typing import NamedTuple, get_args
 
 import msgspec
 
 from events.port import LogReader
 from projections import queries
 from projections.errors import AmbiguousRun, UnknownRun
-from projections.views import RunView
-from service.app.cursors import one_page
+from projections.queries.search import run_sources
+from projections.views import EvidenceLevel, RunView
+from service.app.cursors import one_page, run_after, run_cursor
 from service.dossier import Dossier, build_dossier, short_id
 from service.errors import UsageError
 
 __all__ = [
+    "EVIDENCE_LEVELS",
     "Candidate",
     "Comparison",
+    "FoundRuns",
     "ListedRun",
     "RunPage",
     "RunSheet",
@@ -32,6 +35,7 @@ __all__ = [
     "candidate_runs",
     "candidates",
     "compare",
+    "find_runs",
     "list_runs",
     "manifest_title",
     "run_page",
@@ -53,6 +57,7 @@ class RunSummary(msgspec.Struct, frozen=True, omit_defaults=True):
     evidenceLevel: str
     observedAt: str
     title: str | None = None
+    workload: str | None = None  # what the search orders by first (pages of runs only)
     comparisonKey: str | None = None
     cohortKey: str | None = None
     primaryValue: float | None = None
@@ -63,7 +68,8 @@ class RunSummary(msgspec.Struct, frozen=True, omit_defaults=True):
 
 
 class RunPage(msgspec.Struct, frozen=True):
-    """A page of runs ordered by digest; ``next`` is the cursor of the next page, if any."""
+    """A page of runs by workload, then primary value best-first, then digest; ``next`` is the
+    cursor of the next page, if any (pass it back as ``after``)."""
 
     items: list[RunSummary]
     asOf: int
@@ -105,8 +111,8 @@ class Candidate(NamedTuple):
     view: RunView | None
 
 
-def summary(view: RunView) -> RunSummary:
-    """The list shape of a run view."""
+def summary(view: RunView, workload: str | None = None) -> RunSummary:
+    """The list shape of a run view (``workload``: its sort key's, on pages of runs)."""
     return RunSummary(
         runDigest=view.runDigest,
         shortId=short_id(view.runDigest),
@@ -124,6 +130,7 @@ def summary(view: RunView) -> RunSummary:
         metricKey=view.metricKey,
         hardware=view.hardware,
         externalId=view.externalId,
+        workload=workload,
     )
 
 
@@ -191,11 +198,94 @@ def manifest_title(conn: sqlite3.Connection, digest: str | None, as_of: int | No
     return title if isinstance(title, str) else None
 
 
+EVIDENCE_LEVELS: tuple[str, ...] = get_args(EvidenceLevel)
+"""The evidence levels a run can have (``evidenceLevel`` takes one of them)."""
+
+
+class FoundRuns(NamedTuple):
+    """A page of runs in the search's order, the workload each sorts by, and the cursor of the
+    next page (None: the last)."""
+
+    views: list[RunView]
+    workloads: list[str]
+    next: str | None
+
+
+def _blank(value: str | None) -> str | None:
+    value = (value or "").strip()
+    return value or None
+
+
+def find_runs(
+    conn: sqlite3.Connection,
+    as_of: int | None,
+    *,
+    text: str | None = None,
+    source: str | None = None,
+    hardware: str | None = None,
+    evidence: str | None = None,
+    group_key: str | None = None,
+    after: str | None = None,
+    limit: int = 100,
+) -> FoundRuns:
+    """The search the home page and ``GET /v1/runs`` share: at most ``limit`` runs whose name,
+    title, benchmark or operation contains ``text`` (case-insensitive), narrowed by source,
+    accelerator, evidence level and comparison group (blank: any), by workload, then primary
+    value best-first, then digest, after the cursor ``after`` (a previous page's ``next``).
+
+    Raises:
+        UsageError: ``evidence`` is not an evidence level, ``source`` is a source the log does
+            not know at ``as_of``, or ``after`` is not a cursor a page gave; ``details`` names
+            the ``parameter`` and what it ``allowed``.
+    """
+    evidence, source = _blank(evidence), _blank(source)
+    check_filters(conn, as_of, evidence=evidence, source=source)
+    found = queries.search_runs(
+        conn,
+        as_of,
+        text=_blank(text),
+        source=source,
+        hardware=_blank(hardware),
+        evidence=evidence,
+        group_key=_blank(group_key),
+        after=run_after(after),
+        limit=limit + 1,
+    )
+    page, last = one_page(found, limit, lambda f: run_cursor(f.key))
+    return FoundRuns([f.view for f in page], [f.key.workload for f in page], last)
+
+
+def check_filters(
+    conn: sqlite3.Connection, as_of: int | None, *, evidence: str | None, source: str | None
+) -> None:
+    """An evidence level and a source to filter runs by must be ones that exist (at ``as_of``).
+
+    Raises:
+        UsageError: either is not; ``details`` names the ``parameter`` and what it ``allowed``.
+    """
+    if evidence is not None and evidence not in EVIDENCE_LEVELS:
+        raise UsageError(
+            f"evidenceLevel must be one of {', '.join(EVIDENCE_LEVELS)}, not {evidence!r}",
+            parameter="evidenceLevel",
+            allowed=list(EVIDENCE_LEVELS),
+        )
+    if source is not None:
+        known = [s.source for s in run_sources(conn, as_of)]
+        if source not in known:
+            raise UsageError(
+                f"source must be a source the log knows ({', '.join(known) or 'none yet'}),"
+                f" not {source!r}",
+                parameter="source",
+                allowed=known,
+            )
+
+
 def run_page(
     conn: sqlite3.Connection,
     as_of: int | None,
     *,
     size: int,
+    text: str | None = None,
     group_key: str | None = None,
     source: str | None = None,
     evidence: str | None = None,
@@ -203,21 +293,25 @@ def run_page(
     after: str | None = None,
     limit: int = 100,
 ) -> RunPage:
-    """At most ``limit`` runs ordered by digest, after the keyset cursor ``after``."""
-    views = list(
-        queries.list_runs(
-            conn,
-            as_of,
-            group_key=group_key,
-            source=source,
-            evidence=evidence,
-            hardware=hardware,
-            after=after,
-            limit=limit + 1,
-        )
+    """At most ``limit`` runs found by ``find_runs`` (the home page's search), after the cursor
+    ``after``.
+
+    Raises:
+        UsageError: a filter or the cursor is not one the search takes (``find_runs``).
+    """
+    found = find_runs(
+        conn,
+        as_of,
+        text=text,
+        source=source,
+        evidence=evidence,
+        hardware=hardware,
+        group_key=group_key,
+        after=after,
+        limit=limit,
     )
-    page, after_last = one_page(views, limit, lambda v: v.runDigest)
-    return RunPage([summary(v) for v in page], size if as_of is None else as_of, after_last)
+    items = [summary(v, w) for v, w in zip(found.views, found.workloads, strict=True)]
+    return RunPage(items, size if as_of is None else as_of, found.next)
 
 
 def list_runs(
@@ -228,8 +322,26 @@ def list_runs(
     source: str | None = None,
     evidence: str | None = None,
 ) -> Iterator[ListedRun]:
-    """Every run (of a group, a source, an evidence level), ordered by digest, with its rank
-    and aliases (each read in one scan, not per run)."""
+    """Every run (of a group, a source, an evidence level) in the search's order (by workload,
+    then primary value best-first, then digest), with its rank and aliases (each read in one
+    scan, not per run).
+
+    Raises:
+        UsageError: an evidence level or source that does not exist (``check_filters``), at
+            once, before anything is listed.
+    """
+    check_filters(conn, as_of, evidence=evidence, source=source)
+    return _listed(conn, as_of, group_key=group_key, source=source, evidence=evidence)
+
+
+def _listed(
+    conn: sqlite3.Connection,
+    as_of: int | None,
+    *,
+    group_key: str | None,
+    source: str | None,
+    evidence: str | None,
+) -> Iterator[ListedRun]:
     ranks = queries.all_ranks(conn, as_of)
     aliases = queries.all_aliases(conn, as_of)
     for view in queries.list_runs(

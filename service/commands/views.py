@@ -15,6 +15,7 @@ from service.asof import resolve_as_of
 from service.commands.base import Sub
 from service.dossier import Dossier, short_id
 from service.ledger import Ledger
+from service.web.present import quantity  # pure formatting (no litestar): as the pages show it
 
 _ENC = msgspec.json.Encoder()
 T = TypeVar("T")
@@ -151,16 +152,15 @@ def _show(args: argparse.Namespace) -> int:
 def _dossier_text(dossier: Dossier) -> str:
     primary = dossier.primary
     value = (
-        f"{primary.value} {primary.unit} ({primary.metric} {primary.statistic})"
+        f"{quantity(primary.value, primary.unit)} ({primary.metric} {primary.statistic})"
         if primary
         else "none"
     )
-    rank = f"#{dossier.rank.rank} of {dossier.rank.of}" if dossier.rank else "unranked"
     lines = [
         f"Run {dossier.shortId}  {dossier.title or dossier.name}",
         f"  digest          {dossier.runDigest}",
         f"  primary         {value}",
-        f"  rank            {rank} in {dossier.comparisonKey or dossier.cohortKey or '(group unresolved)'}",
+        f"  rank            {_rank_text(dossier)}",
         f"  evidence        {dossier.evidenceLevel}: {dossier.evidenceReason}",
         f"  status          {dossier.status}"
         + (f" ({dossier.sourceStatus})" if dossier.sourceStatus else ""),
@@ -172,6 +172,29 @@ def _dossier_text(dossier: Dossier) -> str:
         f"  as of size      {dossier.asOf}",
     ]
     return "\n".join(lines)
+
+
+def _rank_text(d: Dossier) -> str:
+    """The run's place in its group, or why it has none (ranking-v1: passed or valid, not
+    retracted or superseded, a primary value and a resolved group)."""
+    key = d.comparisonKey if d.kind == "BenchmarkRun" else d.cohortKey
+    if d.rank is not None:
+        return f"#{d.rank.rank} of {d.rank.of} in {key}"
+    if d.retractedReason is not None:
+        why = f"retracted: {d.retractedReason}"
+    elif d.supersededBy is not None:
+        why = f"superseded by {short_id(d.supersededBy)}"
+    elif d.status not in ("passed", "valid"):
+        why = f"the source marked it {d.status}"
+    elif d.primary is None or d.primary.value is None:
+        why = "no primary measurement"
+    elif key is None:
+        why = "no comparison key" if d.kind == "BenchmarkRun" else "no cohort key"
+        if d.unresolved:
+            why += f": waits on its {', '.join(d.unresolved)} manifests"
+    else:
+        why = "not eligible"
+    return f"not ranked ({why})"
 
 
 def _run_history(args: argparse.Namespace) -> int:
@@ -205,9 +228,10 @@ def _list(args: argparse.Namespace) -> int:
         )
         for view, rank, aliases in listed:
             if not args.json:
+                value = quantity(view.primaryValue, view.primaryUnit)
                 out.write(
-                    f"{short_id(view.runDigest)}  {view.evidenceLevel:<12} {view.primaryValue!s:>14} {view.primaryUnit or '':<6}"
-                    f" {view.source:<18} {view.name}\n".encode()
+                    f"{short_id(view.runDigest)}  {view.evidenceLevel:<12} {value:>14}"
+                    f"  {view.source:<18} {view.name}\n".encode()
                 )
                 continue
             row = {
@@ -245,7 +269,8 @@ def _group(args: argparse.Namespace) -> int:
         return 0
 
     def run(ledger: Ledger, at: int | None) -> int:
-        summary, members = groups.standing(ledger.store.session, args.key, at)
+        key = groups.resolve_group(ledger.store.session, args.key, at)
+        summary, members = groups.standing(ledger.store.session, key, at)
         if args.json:
             body = {
                 **msgspec.to_builtins(summary),
@@ -277,13 +302,15 @@ def _print_group(summary: Any, members: Any) -> None:
     )
     for r, v in members:
         print(
-            f"  #{r:<4} {short_id(v.runDigest)}  {v.primaryValue} {v.primaryUnit or ''}  {v.name}"
+            f"  #{r:<4} {short_id(v.runDigest)}  {quantity(v.primaryValue, v.primaryUnit):>10}  {v.name}"
         )
 
 
 def _history(args: argparse.Namespace) -> int:
     def run(ledger: Ledger, at: int | None) -> int:
-        for change in groups.leader_history(ledger.store.session, args.key, at):
+        conn = ledger.store.session
+        key = groups.resolve_group(conn, args.key, at) if args.key else None
+        for change in groups.leader_history(conn, key, at):
             if args.json:
                 _write(change)
             else:

@@ -12,9 +12,6 @@ from litestar import Litestar, Request, Response
 from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.exceptions import HTTPException
-from litestar.openapi import OpenAPIConfig
-from litestar.openapi.plugins import ScalarRenderPlugin
-from litestar.openapi.spec import Components, SecurityScheme
 from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
@@ -24,7 +21,7 @@ from service.config import DataDir, Settings
 from service.ledger import Clock, Ledger, utcnow
 from service.limits import RateLimiter
 from service.logs import configure_logging
-from service.web import problems
+from service.web import openapi, problems
 from service.web.api import API_HANDLERS
 from service.web.auth import TokenStore
 from service.web.caching import ANSWERING
@@ -48,10 +45,31 @@ _API_PATHS = ("/v1/", "/v1", "/healthz", "/schema", "/static/", "/checkpoint", "
 
 def _http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Response[Any]:
     """Litestar's own HTTP errors (no such path, method not allowed, body too large...): a
-    problem+json under the API, an HTML error page elsewhere (where people browse)."""
-    if request.url.path.startswith(_API_PATHS):
+    problem+json under the API, an HTML error page elsewhere (where people browse). Under
+    ``/schema`` (the API docs, which people browse too) the page goes to whoever asks for HTML
+    first, as browsers do. A 405 names ``HEAD`` where it names ``GET`` (``_allow_head``)."""
+    _allow_head(exc)
+    path = request.url.path
+    if path.startswith(_API_PATHS) and not (path.startswith("/schema") and _wants_html(request)):
         return problems.http_problem(exc).to_response(request)
     return error_page(request, exc)
+
+
+def _wants_html(request: Request[Any, Any, Any]) -> bool:
+    return request.accept.best_match(["application/problem+json", "text/html"]) == "text/html"
+
+
+def _allow_head(exc: HTTPException) -> None:
+    """Add ``HEAD`` to the ``Allow`` header of a 405 that allows ``GET``: ``head_as_get`` answers
+    HEAD on every GET route before routing, so the router never lists it."""
+    headers = dict(exc.headers or {})
+    name = next((key for key in headers if key.lower() == "allow"), None)
+    if name is None:
+        return
+    methods = [m.strip() for m in headers[name].split(",") if m.strip()]
+    if "GET" in methods and "HEAD" not in methods:
+        methods.insert(methods.index("GET") + 1, "HEAD")
+        exc.headers = {**headers, name: ", ".join(methods)}
 
 
 class BenchproofApp(Litestar):
@@ -112,22 +130,7 @@ def create_app(
         middleware=[RequestLog],
         request_max_body_size=settings.max_body_bytes,
         template_config=TemplateConfig(directory=HERE / "templates", engine=JinjaTemplateEngine),
-        openapi_config=OpenAPIConfig(
-            title="Benchproof",
-            version="1",
-            description="A signed, event-sourced, offline-verifiable index of benchmark runs.",
-            path="/schema",
-            render_plugins=[ScalarRenderPlugin()],
-            components=Components(
-                security_schemes={
-                    "operatorToken": SecurityScheme(
-                        type="http",
-                        scheme="bearer",
-                        description="An operator token (`benchproof token create NAME`).",
-                    )
-                }
-            ),
-        ),
+        openapi_config=openapi.config(),
         on_shutdown=[on_shutdown],
         signature_namespace={
             "Reader": Reader,
@@ -142,6 +145,8 @@ def create_app(
     note_signer = ledger.note_signer
     signer = None if note_signer is None else AnswerSigner(note_signer, ledger.store.origin)
     app.answers = Answers(reader, signer)
+    # Built once here (litestar keeps it until a route is added, and none is after this).
+    openapi.document(app.openapi_schema)
     return app
 
 

@@ -125,6 +125,11 @@ def etag_matches(header: str | None, etag: str) -> bool:
     return any(tag.strip().removeprefix("W/") == ours for tag in header.split(","))
 
 
+FOREVER = b"public, max-age=31536000, immutable"
+"""The cache policy of an answer that never changes: a year (RFC 9111's customary most), and
+``immutable`` so a browser does not revalidate it either."""
+
+
 def settled(reader: Reader, text: str | None, at: int | None) -> bool:
     """Whether the view ``asOf`` names can never change, so the answer may be cached for good.
 
@@ -146,7 +151,7 @@ def respond(
     request: Request[Any, Any, Any], body: bytes, etag: str, *, pinned: bool, media_type: str = JSON
 ) -> Response[bytes]:
     """A cacheable read: ETag always; reads pinned to a tree size never change."""
-    cache = b"public, max-age=86400, immutable" if pinned else b"no-cache"
+    cache = FOREVER if pinned else b"no-cache"
     text = media_type.startswith("text/") and "charset=" not in media_type
     content_type = f"{media_type}; charset=utf-8" if text else media_type
     headers = [

@@ -7,6 +7,8 @@ Every read takes ``asOf``: a tree size, or an RFC 3339 instant of the log's own 
 
 from __future__ import annotations
 
+import re
+from collections.abc import Collection
 from typing import Annotated
 
 import msgspec
@@ -14,6 +16,7 @@ from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import QueryParameter
 
 from service.asof import parse_as_of
+from service.errors import UsageError
 from service.web.reads import Reader
 
 __all__ = [
@@ -28,12 +31,19 @@ __all__ = [
     "Problem",
     "answer",
     "as_of",
+    "checked",
+    "one_of",
     "problem",
 ]
 
 AsOf = Annotated[
     str | None,
-    QueryParameter(name="asOf", description="a tree size or an RFC 3339 instant", required=False),
+    QueryParameter(
+        name="asOf",
+        description="a tree size (whole number of entries), or an RFC 3339 instant with seconds"
+        " and offset (2026-12-01T00:00:00Z; a bare date is refused)",
+        required=False,
+    ),
 ]
 After = Annotated[str | None, QueryParameter(description="keyset cursor: a previous page's `next`")]
 Limit = Annotated[int, QueryParameter(ge=1, le=1000)]
@@ -46,6 +56,36 @@ def as_of(reader: Reader, text: str | None) -> int | None:
         UsageError: neither a tree size within the log nor an instant.
     """
     return parse_as_of(text, size=reader.size, at_instant=lambda i: reader.log.size_at_instant(i))
+
+
+def one_of(name: str, value: str | None, allowed: Collection[str]) -> str | None:
+    """``value`` of the query parameter ``name``, if it is one of ``allowed`` (None: not given).
+
+    Raises:
+        UsageError: another value; the detail names the parameter and the allowed values.
+    """
+    if value is None or value in allowed:
+        return value
+    words = ", ".join(sorted(allowed))
+    raise UsageError(
+        f"{name} must be one of {words}, not {value!r}",
+        parameter=name,
+        value=value,
+        allowed=sorted(allowed),
+    )
+
+
+def checked(name: str, value: str | None, shape: re.Pattern[str], words: str) -> str | None:
+    """``value`` of the query parameter ``name``, if it matches ``shape`` (None: not given).
+
+    Raises:
+        UsageError: it does not; the detail names the parameter and what it takes (``words``).
+    """
+    if value is None or shape.fullmatch(value):
+        return value
+    raise UsageError(
+        f"{name} must be {words}, not {value!r}", parameter=name, value=value, allowed=words
+    )
 
 
 class Problem(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -74,11 +114,19 @@ def answer(shape: type[object], description: str) -> dict[int, ResponseSpec]:
     return {200: ResponseSpec(shape, description=description, generate_examples=False)}
 
 
-BAD_REQUEST = {400: problem("Malformed parameters (asOf, sizes, limits...)")}
+BAD_REQUEST = {
+    400: problem(
+        "Malformed parameters (asOf, sizes, limits, cursors, filters...): the detail names the"
+        " parameter and what it takes"
+    )
+}
 RUN_ERRORS = {
-    **BAD_REQUEST,
+    400: problem(
+        "Malformed parameters, or a malformed reference (a reference is a short id of 12 or"
+        " more hex digits, sha256:<64 hex>, kernelindex:<uuid> or <source>:<externalId>)"
+    ),
     300: problem("The alias names several runs: `candidates` lists their digests"),
-    404: problem("No run matches the reference (malformed references included)"),
+    404: problem("No run matches the well-formed reference (asOf: at that tree size)"),
 }
 GROUP_ERRORS = {**BAD_REQUEST, 404: problem("No comparison group has this key")}
 OPERATOR_TOKEN = {401: problem("No valid operator token (Authorization: Bearer <token>)")}

@@ -14,9 +14,11 @@ from markupsafe import Markup, escape
 from service.app.runs import Comparison
 
 __all__ = [
+    "KEY_PARTS",
     "MISMATCH",
     "Row",
     "Urls",
+    "breakable",
     "compare_table",
     "number",
     "pretty_json",
@@ -27,6 +29,19 @@ __all__ = [
 
 _NS_PER = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
 _SCALES = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns"))
+# Sizes: benchmark harnesses that say "MB" divide by 2**20 (torch.cuda.max_memory_allocated()
+# / 2**20 in Liger's), so they are shown in binary units.
+_BYTES_PER = {
+    "b": 1,
+    "bytes": 1,
+    "kb": 2**10,
+    "kib": 2**10,
+    "mb": 2**20,
+    "mib": 2**20,
+    "gb": 2**30,
+    "gib": 2**30,
+}
+_BYTE_SCALES = ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"), (1, "bytes"))
 
 
 class Row(msgspec.Struct, frozen=True):
@@ -36,6 +51,7 @@ class Row(msgspec.Struct, frozen=True):
     value: str
     digest: bool = False
     href: str | None = None
+    note: str | None = None  # how to read the value ("as the run states")
 
 
 def safe_url(url: str | None) -> str | None:
@@ -91,7 +107,8 @@ def number(value: float) -> str:
 
 def quantity(value: float | None, unit: str | None) -> str:
     """``value`` in ``unit`` as people read it: durations in the largest fitting unit
-    (1093964 ns → "1.09 ms"), rates as "/s" ("tokens_s" → "tokens/s")."""
+    (1093964 ns → "1.09 ms"), sizes in binary units (1056.2 mb → "1.03 GiB"), rates as "/s"
+    ("tokens_s" → "tokens/s")."""
     if value is None:
         return "—"
     if value == 0:
@@ -101,10 +118,24 @@ def quantity(value: float | None, unit: str | None) -> str:
         for factor, name in _SCALES:
             if abs(ns) >= factor or factor == 1.0:
                 return f"{_digits(ns / factor)} {name}"
+    if unit is not None and unit.lower() in _BYTES_PER:
+        size = value * _BYTES_PER[unit.lower()]
+        for factor, name in _BYTE_SCALES:
+            if abs(size) >= factor or factor == 1:
+                return f"{_digits(size / factor)} {name}" if factor > 1 else f"{size:,.0f} bytes"
     label = (unit or "").replace("_per_s", "/s")
     if label.endswith("_s"):
         label = label[:-2] + "/s"
     return f"{number(value)} {label}".strip()
+
+
+def breakable(text: str) -> Markup:
+    """``text`` escaped, with a line-break opportunity after each ``_``, ``/`` and ``.`` so a
+    long identifier (``001_fused_vision_…``) wraps between its words, not inside one."""
+    out = str(escape(text))
+    for mark in ("_", "/", "."):
+        out = out.replace(mark, mark + "<wbr>")
+    return Markup(out)  # noqa: S704 - escaped above; only <wbr> added
 
 
 def pretty_json(value: Any) -> str:
@@ -126,6 +157,47 @@ MISMATCH = {
 }
 
 
+KEY_PARTS = ("operationDigest", "protocolKey", "environmentKey", "correctnessKey")
+"""The parts of a comparison key besides the workload and metric, in the order pages name them."""
+
+
+def _signed(value: float, unit: str | None) -> str:
+    text = quantity(abs(value), unit)
+    return text if value == 0 else ("+" if value > 0 else "−") + text
+
+
+def _differences(c: Comparison) -> list[tuple[str, str, list[Any], bool]]:
+    """The difference and ratio of each run's primary value to the first run's, when every run
+    has one of the same metric in the same unit (empty otherwise)."""
+    runs = c.runs
+    first = runs[0] if runs else None
+    if (
+        first is None
+        or first.primaryValue is None
+        or first.primaryValue == 0
+        or first.metricKey in (None, "none")
+        or any(
+            r.primaryValue is None
+            or r.metricKey != first.metricKey
+            or r.primaryUnit != first.primaryUnit
+            for r in runs
+        )
+    ):
+        return []
+    base = first.primaryValue
+    values = [r.primaryValue or 0.0 for r in runs]
+    ref = f"{first.shortId}"
+    return [
+        (
+            "difference",
+            f"difference from {ref}",
+            ["(baseline)", *(_signed(v - base, first.primaryUnit) for v in values[1:])],
+            False,
+        ),
+        ("ratio", f"ratio to {ref}", ["1×", *(f"{v / base:.3g}×" for v in values[1:])], False),
+    ]
+
+
 def compare_table(c: Comparison, names: dict[str, str]) -> list[dict[str, Any]]:
     """The compare page's rows: shown fields, then the comparison key's parts."""
     shown: list[tuple[str, str, list[Any], bool]] = [
@@ -142,6 +214,7 @@ def compare_table(c: Comparison, names: dict[str, str]) -> list[dict[str, Any]]:
         ("evidenceLevel", "evidence level", [r.evidenceLevel for r in c.runs], False),
         ("observedAt", "observed", [r.observedAt[:10] for r in c.runs], False),
     ]
+    shown += _differences(c)
     shown += [(f, MISMATCH[f][0], c.fields[f], f != "kind" and f != "metricKey") for f in c.fields]
     group = [r.comparisonKey or r.cohortKey for r in c.runs]
     shown.append(("group", "comparison group", group, True))
@@ -151,7 +224,7 @@ def compare_table(c: Comparison, names: dict[str, str]) -> list[dict[str, Any]]:
             "label": label,
             "cells": values,
             "digest": digest,
-            "differs": len({str(v) for v in values}) > 1,
+            "differs": k not in ("difference", "ratio") and len({str(v) for v in values}) > 1,
         }
         for k, label, values, digest in shown
     ]

@@ -20,7 +20,13 @@ from litestar.plugins.problem_details import (
 from events.errors import CanonicalizationError, EventError, InvalidManifest, LogError, ProofError
 from events.tiles import LeafTooLarge
 from keys import KeyringError, UnknownKey, VerificationError
-from projections.errors import AmbiguousRun, BadAsOf, ProjectionError, UnknownGroup, UnknownRun
+from projections.errors import (
+    AmbiguousRun,
+    MalformedReference,
+    ProjectionError,
+    UnknownGroup,
+    UnknownRun,
+)
 from service.app.attest import (
     InvalidStatement,
     RoleMayNotAttest,
@@ -90,11 +96,14 @@ class ProblemSpec(msgspec.Struct, frozen=True):
     status: int
 
 
+# Bad input of any kind (a malformed parameter, reference or body shape) is this one type.
+BAD_REQUEST = ProblemSpec(f"{BASE}/bad-request", "The request is malformed", 400)
+
 PROBLEMS: dict[type[Exception], ProblemSpec] = {
+    MalformedReference: BAD_REQUEST,
     UnknownRun: ProblemSpec(f"{BASE}/unknown-run", "No run matches this reference", 404),
     AmbiguousRun: ProblemSpec(f"{BASE}/ambiguous-run", "The reference names several runs", 300),
     UnknownGroup: ProblemSpec(f"{BASE}/unknown-group", "No comparison group has this key", 404),
-    BadAsOf: ProblemSpec(f"{BASE}/bad-as-of", "asOf is not a tree size or an instant", 400),
     ProjectionError: ProblemSpec(f"{BASE}/projection-error", "The view could not be read", 500),
     InvalidManifest: ProblemSpec(f"{BASE}/invalid-manifest", "The manifest is invalid", 422),
     CanonicalizationError: ProblemSpec(f"{BASE}/invalid-manifest", "The manifest is invalid", 422),
@@ -213,7 +222,7 @@ PROBLEMS: dict[type[Exception], ProblemSpec] = {
     TileNotFound: ProblemSpec(f"{BASE}/no-such-tile", "No such tile in the log's tree", 404),
     NotFound: ProblemSpec(f"{BASE}/not-found", "Not found", 404),
     InvalidInput: ProblemSpec(f"{BASE}/invalid-input", "The input was refused", 422),
-    UsageError: ProblemSpec(f"{BASE}/bad-request", "The request is malformed", 400),
+    UsageError: BAD_REQUEST,
     ServiceError: ProblemSpec(f"{BASE}/service-error", "The request failed", 500),
 }
 FALLBACK = ProblemSpec("about:blank", "Internal Server Error", 500)
@@ -249,11 +258,12 @@ def to_problem(exc: Exception) -> ProblemDetailsException:
 
 
 def invalid_request(exc: ValidationException) -> ProblemDetailsException:
-    """A request that failed litestar's own validation (parameters, body shape)."""
+    """A request that failed litestar's own validation (parameters, body shape): the same
+    problem type as every other malformed request."""
     return ProblemDetailsException(
-        type_=f"{BASE}/invalid-request",
-        title="The request is invalid",
-        status_code=400,
+        type_=BAD_REQUEST.type_uri,
+        title=BAD_REQUEST.title,
+        status_code=BAD_REQUEST.status,
         detail=exc.detail,
         extra={"errors": _jsonable(exc.extra)} if exc.extra else None,
     )

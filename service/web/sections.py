@@ -13,6 +13,7 @@ from service.web.present import Row, Urls, number, quantity, safe_url
 __all__ = [
     "correctness_text",
     "environment_rows",
+    "evidence_missing",
     "identity_rows",
     "measurement_rows",
     "native_highlights",
@@ -24,13 +25,18 @@ __all__ = [
 ]
 
 
+_UNITS = (("_ns", "ns"), ("_us", "µs"), ("_ms", "ms"), ("_s", "s"))
+
+
 def _native_value(key: str, value: Any) -> str:
+    """A source-native figure as the source published it, in the unit its name says
+    ("latency_ms": 1.093964 → "1.093964 ms"): never converted, never rounded."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return str(value)
-    for suffix, unit in (("_ns", "ns"), ("_us", "us"), ("_ms", "ms"), ("_s", "s")):
+    for suffix, unit in _UNITS:
         if key.endswith(suffix):
-            return quantity(float(value), unit)
-    return number(value)
+            return f"{value} {unit}"
+    return number(value) if isinstance(value, int) else str(value)
 
 
 def native_highlights(native: dict[str, Any] | None) -> list[str]:
@@ -50,7 +56,8 @@ _HIGHLIGHTED = {"sol_score", "avg_speedup", "fast_1_count", "fast_1_total"}
 
 
 def native_rows(native: dict[str, Any] | None) -> list[Row]:
-    """Every other source-native figure and label, generically ("best_ns" → "43.9 µs")."""
+    """Every other source-native figure and label, each in its published unit ("best_ns":
+    43900 → "43900 ns")."""
     if not native:
         return []
     rows = [
@@ -84,8 +91,13 @@ def identity_rows(d: Dossier, source_name: str, urls: Urls) -> list[Row]:
         if d.kind == "ServingRun"
         else ("comparison key", d.comparisonKey)
     )
-    missing = "unresolved" if "implementation" in d.unresolved else "not published"
-    rows = [
+    waiting = "implementation" in d.unresolved
+    missing = "unresolved" if waiting else "not published"
+    rows = []
+    if waiting and not ident.get("implementation") and d.title:
+        # What the run itself says, until its implementation manifest arrives.
+        rows.append(Row("title", d.title, note="as the run states"))
+    rows += [
         Row("implementation", ident.get("implementation") or missing),
         Row("project", ident.get("project") or missing),
         Row("revision", ident.get("revision") or missing),
@@ -98,11 +110,24 @@ def identity_rows(d: Dossier, source_name: str, urls: Urls) -> list[Row]:
     )
     rows += [
         Row("source", source_name),
-        Row("external id", d.externalId or "—"),
+        Row("external id", source_id(d.source, d.externalId) or "—"),
         Row("run digest", d.runDigest, digest=True),
     ]
     rows += [Row("alias", a) for a in d.aliases if not a.startswith(d.source + ":")]
     return rows
+
+
+# How a source writes its own record ids where the published manifests keep only the number:
+# SOL-ExecBench names a leaderboard entry ``submission/<id>`` (as KernelIndex's run page shows).
+_SOURCE_ID_FORMS = {"sol-execbench": "submission/{}"}
+
+
+def source_id(source: str, external: str | None) -> str | None:
+    """The run's external id as its source writes it."""
+    form = _SOURCE_ID_FORMS.get(source)
+    if external and form and external.isdigit():
+        return form.format(external)
+    return external
 
 
 def correctness_text(d: Dossier) -> str:
@@ -209,6 +234,15 @@ def unranked_reason(d: Dossier) -> str:
     if d.primary is None or d.primary.value is None:
         return "no primary measurement"
     return "its comparison group is not known yet (a referenced manifest is missing)"
+
+
+def evidence_missing(reason: str) -> tuple[str, list[str]]:
+    """The evidence reason split for reading: its lead, and what a higher level still needs as
+    short items ("As published by the source; not yet reproducible", ["source available", …])."""
+    lead, sep, needs = reason.partition(": needs ")
+    if not sep:
+        return reason, []
+    return lead, [item.strip().rstrip(".") for item in needs.split("; ") if item.strip()]
 
 
 def unresolved_refs(d: Dossier) -> list[tuple[str, str | None]]:

@@ -69,9 +69,12 @@ def test_aliases_holding_a_slash(client: Client, data: Data) -> None:
     )
 
 
-def test_unknown_and_malformed_references_are_404(client: Client) -> None:
-    for ref in ("doesnotexist", "sha256:" + "0" * 64, "abc", "nope:nothing", "%20"):
+def test_unknown_references_are_404_and_malformed_ones_400(client: Client) -> None:
+    unknown_uuid = "kernelindex:00000000-0000-0000-0000-000000000000"
+    for ref in ("sha256:" + "0" * 64, "0" * 12, "nope:nothing", unknown_uuid):
         _problem(client.get(f"/v1/runs/{ref}"), 404)
+    for ref in ("doesnotexist", "abc", "%20", "sha256:zz"):
+        _problem(client.get(f"/v1/runs/{ref}"), 400)
 
 
 def test_ambiguous_alias_is_300_with_candidates(client: Client, data: Data) -> None:
@@ -135,7 +138,7 @@ def test_runs_list_pages_with_keyset_cursors(client: Client, data: Data) -> None
         if page["next"] is None:
             break
         url = f"/v1/runs?limit=2&after={page['next']}"
-    assert seen == sorted(seen)
+    assert seen == [i["runDigest"] for i in client.get("/v1/runs?limit=1000").json()["items"]]
     assert len(seen) == len(set(seen)) == 7
     by_key = client.get(
         f"/v1/runs?comparisonKey={client.get(f'/v1/runs/{data.digests[0]}').json()['comparisonKey']}"

@@ -282,7 +282,7 @@ def test_the_leader_and_its_losses(world: World, story: Story) -> None:
 
 def test_unknown_runs_and_malformed_as_of(world: World, story: Story) -> None:
     problem(world.client.get("/v1/runs/sha256:" + "0" * 64 + "/history"), 404, "unknown-run")
-    problem(world.client.get("/v1/runs/nonsense/history"), 404, "unknown-run")
+    problem(world.client.get("/v1/runs/nonsense/history"), 400, "bad-request")
     # Before its ingest the run was not in the log.
     problem(
         world.client.get(f"/v1/runs/{story.run}/history?asOf={story.at['ingest']}"),

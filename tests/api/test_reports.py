@@ -63,7 +63,8 @@ def test_bad_reports_are_refused(world: World) -> None:
         enc({"reason": "other", "text": "é" * 2049}),  # 4098 bytes
     ):
         refused(world, path(run), body, 400, "invalid-report")
-    refused(world, path("nope"), enc({"reason": "other", "text": "x"}), 404, "unknown-run")
+    refused(world, path("nope:x"), enc({"reason": "other", "text": "x"}), 404, "unknown-run")
+    refused(world, path("nope"), enc({"reason": "other", "text": "x"}), 400, "bad-request")
     problem(world.client.post(f"/v1/runs/{run}/likes", json={}), 404, "not-found")
     fits = world.client.post(path(run), json={"reason": "other", "text": "é" * 2048})
     assert fits.status_code == 201, fits.text

@@ -33,7 +33,7 @@ def test_run_json_and_conditional_get(base: str) -> None:
 
 
 def test_problem_json_over_the_wire(base: str) -> None:
-    r = httpx.get(f"{base}/v1/runs/doesnotexist")
+    r = httpx.get(f"{base}/v1/runs/nope:nothing")
     assert r.status_code == 404
     assert r.headers["content-type"].startswith("application/problem+json")
     assert r.json()["title"]

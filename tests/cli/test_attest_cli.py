@@ -200,7 +200,7 @@ def test_refusals_are_one_line(bp: Runner, server: Server, tmp_path: Path) -> No
     again = bp("keys", "register", "--key", key, "--name", "bob-refused", "--server", server.url)
     assert "(HTTP 409)" in _one_line_error(again)
     unknown = bp(
-        "report", "doesnotexist", "--reason", "other", "--text", "?", "--server", server.url
+        "report", "nope:nothing", "--reason", "other", "--text", "?", "--server", server.url
     )
     assert "(HTTP 404)" in _one_line_error(unknown, code=3)
     assert server.size() == before

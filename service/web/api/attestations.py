@@ -7,6 +7,7 @@ deletes it."""
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 import msgspec
@@ -19,11 +20,23 @@ from service.web.caching import etag_of, respond, settled
 from service.web.deps import LedgerDep, ReaderDep, Services
 from service.web.guards import operator_post
 from service.web.limiting import GateDep
-from service.web.params import BAD_REQUEST, After, AsOf, Limit, answer, as_of, problem
+from service.web.params import (
+    BAD_REQUEST,
+    After,
+    AsOf,
+    Limit,
+    answer,
+    as_of,
+    checked,
+    one_of,
+    problem,
+)
 
 __all__ = ["HANDLERS", "post_on_run"]
 
 _ENC = msgspec.json.Encoder()
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+_KEY_ID = re.compile(r"[0-9a-f]{64}")
 SCHEMA_MEDIA = "application/schema+json"
 
 
@@ -57,14 +70,23 @@ async def attestation_list(
     reader: ReaderDep,
     as_of_text: AsOf = None,
     subject: Annotated[
-        str | None, QueryParameter(description="the run's digest, sha256:<hex>")
+        str | None, QueryParameter(description="the run's digest, sha256:<64 hex digits>")
     ] = None,
-    kind: Annotated[str | None, QueryParameter(description="the predicate's kind")] = None,
-    attester: Annotated[str | None, QueryParameter(description="the attester's key id")] = None,
+    kind: Annotated[
+        str | None,
+        QueryParameter(description="the predicate's kind: " + ", ".join(attest.KINDS)),
+    ] = None,
+    attester: Annotated[
+        str | None, QueryParameter(description="the attester's key id (64 hex digits)")
+    ] = None,
     after: After = None,
     limit: Limit = 100,
 ) -> Response[bytes]:
-    """Attestations (hidden ones left out), oldest first, a page at a time."""
+    """Attestations (hidden ones left out), oldest first, a page at a time. A filter that is
+    not of its parameter's shape (or kind not one of the kinds) is 400."""
+    checked("subject", subject, _DIGEST, "a run digest, sha256:<64 lowercase hex digits>")
+    one_of("kind", kind, attest.KINDS)
+    checked("attester", attester, _KEY_ID, "a key id, 64 lowercase hex digits")
     at = as_of(reader, as_of_text)
     page = attest.attestation_page(
         reader.conn,

@@ -53,7 +53,18 @@ async def log_key(request: Request[Any, Any, Any], ledger: LedgerDep) -> Respons
 @get(
     "/v1/log/entries",
     tags=["log"],
-    responses={**answer(log.Entries, "The entries, base64 of their leaf bytes"), **BAD_REQUEST},
+    description=f"Entries `start <= index < end` (`end` defaults to the tree size and stops"
+    f" there), base64 of their exact leaf bytes. A page holds at most {log.PAGE_LIMIT:,}"
+    " entries: when it stops short of `end`, `next` links to the rest. `start` after `end`, or"
+    " beyond the tree, is 400.",
+    responses={
+        **answer(
+            log.Entries,
+            f"The entries, base64 of their leaf bytes; at most {log.PAGE_LIMIT:,} a page"
+            " (`next`: the link to the rest)",
+        ),
+        **BAD_REQUEST,
+    },
 )
 async def log_entries(
     request: Request[Any, Any, Any],
@@ -62,8 +73,11 @@ async def log_entries(
     end: Annotated[int | None, QueryParameter(ge=0)] = None,
     as_of_text: AsOf = None,
 ) -> Response[bytes]:
-    """Entries ``start <= index < end`` (at most 1000) of the log as of ``asOf`` (default: now):
-    base64 of the exact leaf bytes. ``treeSize`` is the size they were read against."""
+    """Entries ``start <= index < end`` of the log as of ``asOf`` (default: now): base64 of the
+    exact leaf bytes. ``treeSize`` is the size they were read against; ``end`` defaults to it
+    and stops there. A page holds at most 1,000 entries: when it stops short of ``end``,
+    ``next`` is the link to the rest (absent otherwise). ``start`` after ``end``, or beyond the
+    tree, is 400."""
     at = as_of(reader, as_of_text)
     size = reader.size() if at is None else at
     body = _ENC.encode(log.entries_page(reader.log, start, end, size=size))

@@ -3,14 +3,13 @@ with a valid operator token reaches (the ``operator_only`` guard)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
 from litestar import Request, get
 from litestar.params import FromPath, QueryParameter, RawBody
 
-from service.app.ingest import ingest_upload
+from service.app.ingest import ingest_upload, upload_name
 from service.ingest.core import IngestResult
 from service.web.deps import LedgerDep, ReaderDep
 from service.web.guards import operator_post
@@ -33,24 +32,15 @@ async def healthz(reader: ReaderDep) -> Health:
     return Health("ok", reader.size(), reader.log.origin)
 
 
-# The upload's media type picks the file name the importer reads it under (its format).
-_SUFFIX = {
-    "json": ".json",
-    "yaml": ".yaml",
-    "x-yaml": ".yaml",
-    "csv": ".csv",
-    "zstd": ".jsonl.zst",
-    "x-ndjson": ".jsonl",
-    "jsonl": ".jsonl",
-}
-
-
 @operator_post(
     "/v1/ingest/{source:str}",
     {
         400: problem("Unknown source"),
         413: problem(f"The body is over the size limit ({MAX_BODY_TEXT})"),
-        422: problem("Invalid input, refused whole: nothing was appended"),
+        422: problem(
+            "Invalid input, refused whole: nothing was appended (a body that does not parse as"
+            " its format says which format it was read as, and what decides the format)"
+        ),
     },
     status_code=200,
 )
@@ -61,15 +51,23 @@ def ingest(
     source: FromPath[str],
     body: RawBody,
     filename: Annotated[
-        str | None, QueryParameter(description="the uploaded file's name (picks its format)")
+        str | None,
+        QueryParameter(
+            description="the uploaded file's name: its suffix (.json, .jsonl, .yaml, .yml, .csv,"
+            " .jsonl.zst) picks the format"
+        ),
     ] = None,
 ) -> IngestResult:
     """Import one file of ``source`` into the log (operator token required: ``Authorization:
     Bearer <token>``); the body is the file, at most 64 MiB unless the server sets another
-    limit (413 above it). Invalid input is refused whole (422, nothing appended)."""
-    media = request.headers.get("content-type", "application/json").split(";")[0].split("/")[-1]
-    name = Path(filename).name if filename else "upload" + _SUFFIX.get(media, ".json")
-    result = ingest_upload(ledger, source, body, name)
+    limit (413 above it). Invalid input is refused whole (422, nothing appended).
+
+    The format is the suffix of ``?filename=``; else the ``Content-Type`` (``application/json``,
+    ``application/yaml`` or ``application/x-yaml`` or ``text/yaml``, ``text/csv``,
+    ``application/x-ndjson``, ``application/zstd``); else what the body is (zstd, JSON, JSON
+    lines, YAML). A body that does not parse as the format so chosen is 422, saying so."""
+    name, decided = upload_name(filename, request.headers.get("content-type"), body)
+    result = ingest_upload(ledger, source, body, name, decided=decided)
     reader.invalidate()
     return result
 

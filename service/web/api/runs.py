@@ -8,13 +8,13 @@ from typing import Annotated, Any
 import msgspec
 from litestar import Request, Response, get
 from litestar.concurrency import sync_to_thread
-from litestar.params import FromPath, FromQuery, QueryParameter
+from litestar.params import FromPath, QueryParameter
 
 from service.app import cite, history, runs
 from service.dossier import Dossier
 from service.web.caching import etag_of, respond, settled
 from service.web.deps import ReaderDep, Services, ServicesDep
-from service.web.params import BAD_REQUEST, RUN_ERRORS, AsOf, Limit, answer, as_of
+from service.web.params import RUN_ERRORS, AsOf, Limit, answer, as_of, problem
 from service.web.reads import Reader
 
 __all__ = ["HANDLERS"]
@@ -130,32 +130,87 @@ def _run_part(
     return respond(request, body, etag_of(body), pinned=pinned)
 
 
+_LIST_DOC = (
+    "Runs, a page at a time: the home page's search (`q` and the filters narrow it; the same"
+    " query, fields and order). Ordered by workload (the benchmark a run ran, else its workload"
+    " manifest's name, else its own name), then primary value best-first (lowest first where"
+    " lower is better, highest first where higher is), runs without a value last, then digest."
+    " `next` is the cursor of the next page: pass it back unchanged as `after`. An unknown"
+    " `evidenceLevel` or `source`, or a cursor no page gave, is a 400 problem whose `parameter`"
+    " names it (and `allowed` lists the values it takes)."
+)
+
+
 @get(
     "/v1/runs",
     tags=["runs"],
-    responses={**answer(runs.RunPage, "A page of runs"), **BAD_REQUEST},
+    description=_LIST_DOC,
+    responses={
+        **answer(runs.RunPage, "A page of runs"),
+        400: problem(
+            "A malformed parameter (asOf, limit, evidenceLevel, source, after): for the last"
+            " three `parameter` names it, and `allowed` lists what evidenceLevel and source take"
+        ),
+    },
 )
 async def runs_list(
     request: Request[Any, Any, Any],
     reader: ReaderDep,
     as_of_text: AsOf = None,
-    comparison_key: Annotated[
-        str | None, QueryParameter(name="comparisonKey", required=False)
+    q: Annotated[
+        str | None,
+        QueryParameter(
+            description="text search, the home page's: runs whose name, title, benchmark or"
+            " operation (name or title) contains it, case-insensitive",
+            required=False,
+        ),
     ] = None,
-    source: FromQuery[str | None] = None,
-    evidence: Annotated[str | None, QueryParameter(name="evidenceLevel", required=False)] = None,
-    hardware: FromQuery[str | None] = None,
+    comparison_key: Annotated[
+        str | None,
+        QueryParameter(
+            name="comparisonKey",
+            description="only the runs of this comparison group",
+            required=False,
+        ),
+    ] = None,
+    source: Annotated[
+        str | None,
+        QueryParameter(
+            description="only the runs of this source (a key the log knows, e.g."
+            " `gpumode-kernelbot`; the sources of runs imported from manifests count too)",
+            required=False,
+        ),
+    ] = None,
+    evidence: Annotated[
+        str | None,
+        QueryParameter(
+            name="evidenceLevel",
+            description="only the runs at this evidence level: " + ", ".join(runs.EVIDENCE_LEVELS),
+            required=False,
+        ),
+    ] = None,
+    hardware: Annotated[
+        str | None,
+        QueryParameter(
+            description="only the runs on this accelerator (its name as listed)", required=False
+        ),
+    ] = None,
     after: Annotated[
-        str | None, QueryParameter(description="keyset cursor: the last runDigest seen")
+        str | None,
+        QueryParameter(
+            description="keyset cursor: a previous page's `next`, passed back unchanged (opaque)",
+            required=False,
+        ),
     ] = None,
     limit: Limit = 100,
 ) -> Response[bytes]:
-    """Runs ordered by digest, a page at a time (``next`` is the cursor for ``after``)."""
+    """Runs, a page at a time: the home page's search in its order (``_LIST_DOC``)."""
     at = as_of(reader, as_of_text)
     page = runs.run_page(
         reader.conn,
         at,
         size=reader.size(),
+        text=q,
         group_key=comparison_key,
         source=source,
         evidence=evidence,

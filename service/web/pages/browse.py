@@ -1,9 +1,10 @@
-"""``/`` search by operation, hardware and source (and the sources' notices), and ``/compare``
-runs side by side."""
+"""``/`` search by operation, hardware and source (the search of ``GET /v1/runs``, and the
+sources' notices), and ``/compare`` runs side by side."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 import msgspec
 from litestar import Request, Response, get
@@ -32,7 +33,9 @@ def home_page(
     hardware: FromQuery[str | None] = None,
     after: FromQuery[str | None] = None,
 ) -> Response[bytes]:
-    """Search by operation, hardware and source (keyset pages), and the sources' notices."""
+    """Search by operation, hardware and source (keyset pages; the search ``GET /v1/runs``
+    answers, in its order), and the sources' notices: every source, registered or only named by
+    runs (manifest imports), so the count and the filter cover every run."""
     at = as_of(reader, as_of_text)
     urls = present.Urls(at)
     q = (q or "").strip() or None
@@ -61,6 +64,7 @@ def home_page(
         for v in found.runs
     ]
     params = {"q": q or "", "source": source or "", "hardware": hardware or ""}
+    api = {k: v for k, v in params.items() if v} | ({} if at is None else {"asOf": str(at)})
     context = {
         "q": q,
         "source": source,
@@ -69,6 +73,8 @@ def home_page(
         "results": results,
         "next_href": urls.home(**params, after=found.next) if found.next else None,
         "first_href": urls.home(**params),
+        # The same search as JSON: the API takes the same parameters (``service.app.runs``).
+        "api_href": "/v1/runs" + ("?" + urlencode(api) if api else ""),
         "sources": [msgspec.structs.replace(s, url=present.safe_url(s.url)) for s in found.sources],
         "hardware_names": found.hardware,
         "total": found.total,

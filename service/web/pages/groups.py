@@ -87,6 +87,7 @@ def group_page(
         "metric": " ".join(reversed(metric.split(":")[:2])) if metric != "none" else "value",
         "urls": urls,
         "as_of": at,
+        "breakable": present.breakable,
     }
     return html(request, "group.html", context, pinned=settled(reader, as_of_text, at))
 

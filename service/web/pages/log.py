@@ -1,13 +1,18 @@
-"""``/log``: the log and how to audit it: origin, size, the signed checkpoint, the verifier key
-and the latest entries."""
+"""``/log``: the log and how to audit it: origin, size, the signed checkpoint that covers the
+size shown, the verifier key and the entries, a page of ``RECENT`` at a time, newest first."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from litestar import Request, Response, get
+from litestar.params import QueryParameter
 
+from events.port import LogReader, SignedCheckpoint
 from service.app import log
+from service.errors import UsageError
+from service.ledger import Ledger
 from service.web.caching import settled
 from service.web.deps import LedgerDep, ReaderDep
 from service.web.pages.render import html
@@ -17,21 +22,85 @@ __all__ = ["RECENT", "log_page"]
 
 RECENT = 20
 
+Before = Annotated[
+    str | None,
+    QueryParameter(
+        name="before",
+        description="show the entries just below this position (a page of 20, newest first)",
+        required=False,
+    ),
+]
+
+
+def _before(text: str | None, size: int) -> int:
+    """The page's exclusive upper position: ``before`` as a whole number from 1 to ``size``
+    (default ``size``: the newest entries).
+
+    Raises:
+        UsageError: ``before`` is not such a number.
+    """
+    if text is None:
+        return size
+    allowed = f"a whole number from 1 to {size} (the tree size shown)"
+    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= max(size, 1):
+        raise UsageError(
+            f"before must be {allowed}, not {text!r}",
+            parameter="before",
+            value=text,
+            allowed=allowed,
+        )
+    return int(text)
+
+
+def covering(ledger: Ledger, reader: LogReader, size: int) -> SignedCheckpoint | None:
+    """The first signed checkpoint of at least ``size`` entries: it commits to every entry a
+    reader of ``size`` sees (its first ``size`` entries are checked against it with a consistency
+    proof). If none is signed at or above ``size`` yet, the latest, signed on the spot when the
+    log has outgrown it."""
+    for signed in reader.checkpoints():
+        if signed.size >= size:
+            return signed
+    return log.latest_checkpoint(ledger)
+
 
 @get("/log", include_in_schema=False, sync_to_thread=True)
 def log_page(
-    request: Request[Any, Any, Any], reader: ReaderDep, ledger: LedgerDep, as_of_text: AsOf = None
+    request: Request[Any, Any, Any],
+    reader: ReaderDep,
+    ledger: LedgerDep,
+    as_of_text: AsOf = None,
+    before_text: Before = None,
 ) -> Response[bytes]:
-    """The log: origin, size, the latest signed checkpoint (as of ``asOf``: the latest signed
-    at or below that size), the key, the last 20 entries."""
+    """The log as of ``asOf`` (default now): origin, size, the checkpoint that covers that size
+    (exactly it when one was signed at it, else the first signed above it, said so), the key,
+    and the ``RECENT`` entries below position ``before`` (default: the newest), with links to
+    older and newer pages."""
     at = as_of(reader, as_of_text)
-    o = log.overview(ledger, reader.log, at, size=reader.size(), recent=RECENT)
+    size = reader.size() if at is None else at
+    before = _before(before_text, size)
+    o = log.overview(ledger, reader.log, at, size=reader.size(), recent=0)
+    signed = o.checkpoint if at is None else covering(ledger, reader.log, size)
+    entries = list(reversed(list(reader.log.headers(max(0, before - RECENT), before))))
+    keep = {"asOf": as_of_text} if as_of_text is not None else {}
+
+    def page_href(position: int) -> str:
+        params = {**keep, **({"before": str(position)} if position != size else {})}
+        return "/log" + ("?" + urlencode(params) if params else "")
+
     context = {
         "origin": o.origin,
-        "size": o.size,
-        "checkpoint": o.checkpoint.note.decode() if o.checkpoint else "(no checkpoint signed yet)",
+        "size": size,
+        "checkpoint": signed.note.decode() if signed else "(no checkpoint signed yet)",
+        "checkpoint_size": signed.size if signed else None,
+        "below": o.checkpoint.size if at is not None and o.checkpoint else None,
         "vkey": o.vkey,
-        "entries": o.entries,
+        "entries": entries,
+        "first": max(0, before - RECENT),
+        "last": before - 1,
+        "newer_href": page_href(min(size, before + RECENT)) if before < size else None,
+        "newest_href": page_href(size) if before + RECENT < size else None,
+        "older_href": page_href(before - RECENT) if before - RECENT > 0 else None,
+        "oldest_href": page_href(min(RECENT, size)) if before - RECENT > RECENT else None,
         "as_of": at,
     }
     return html(request, "log.html", context, pinned=settled(reader, as_of_text, at))

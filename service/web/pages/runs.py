@@ -13,6 +13,7 @@ from litestar.params import FromPath
 from litestar.response import Template
 
 from projections.errors import AmbiguousRun
+from projections.queries.neighbours import BETTER_ELSEWHERE_CAP
 from service.app import cite, history, pages, report, runs
 from service.app.keylist import KeyRecord
 from service.dossier import short_id
@@ -94,9 +95,45 @@ def _history_page(
 
 
 def _group_label(sheet: runs.RunSheet) -> str:
+    """The group by its operation's display name (its manifest's title; else the workload's)
+    and hardware."""
     d = sheet.dossier
-    name = sheet.operationTitle or d.identity.get("benchmark") or d.name
+    name = (
+        sheet.operationTitle
+        or (d.workload or {}).get("title")
+        or d.identity.get("benchmark")
+        or d.name
+    )
     return f"{name} on {d.hardware}" if d.hardware else str(name)
+
+
+def _elsewhere(d: Any, urls: present.Urls) -> dict[str, Any] | None:
+    """Better runs of this workload on this hardware that other comparison groups hold."""
+    found = d.betterElsewhere
+    if not found:
+        return None
+    parts = [p for p in present.KEY_PARTS if any(p in n.differs for n in found)]
+    labels = [present.MISMATCH[p][0] for p in parts]
+    return {
+        "count": len(found),
+        # The dossier lists at most BETTER_ELSEWHERE_CAP of them: a full list may be a cut one.
+        "more": len(found) >= BETTER_ELSEWHERE_CAP,
+        "better": "faster" if d.metricKey.startswith("latency:") else "better",
+        "why": "different " + " and ".join(labels) if labels else "another comparison key",
+        "runs": [
+            {
+                "shortId": n.shortId,
+                "href": urls.run(n.shortId),
+                "value": present.quantity(n.value, n.unit),
+                "group_href": urls.group(n.groupKey),
+                # Named per run only where it differs from what the sentence says of all.
+                "differs": ", ".join(present.MISMATCH[p][0] for p in n.differs)
+                if n.differs != parts
+                else None,
+            }
+            for n in found
+        ],
+    }
 
 
 def _citations(d: Any, source_name: str, base: str, accessed: str) -> dict[str, str]:
@@ -131,6 +168,7 @@ def _context(
     leader = d.rank.leader if d.rank else None
     group_key = d.comparisonKey if d.kind == "BenchmarkRun" else d.cohortKey
     spec = (d.protocol or {}).get("spec", {})
+    lead, missing = sections.evidence_missing(d.evidenceReason)
     return {
         "d": d,
         "urls": urls,
@@ -142,6 +180,9 @@ def _context(
         "compare_href": urls.compare([d.shortId, short_id(leader)])
         if leader and leader != d.runDigest
         else None,
+        "elsewhere": _elsewhere(d, urls),
+        "evidence_lead": lead,
+        "evidence_missing": missing,
         "highlights": sections.native_highlights(d.sourceNative),
         "native": sections.native_rows(d.sourceNative),
         "identity": sections.identity_rows(d, source.name if source else d.source, urls),
@@ -168,6 +209,7 @@ def _context(
         "group_href": urls.group(group_key) if group_key else None,
         "group_label": _group_label(sheet),
         "quantity": present.quantity,
+        "breakable": present.breakable,
         "samples_svg": present.samples_svg,
     }
 

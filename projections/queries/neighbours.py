@@ -1,0 +1,56 @@
+"""Reads of a run's neighbours outside its comparison group: ranked runs of the same workload,
+on the same hardware, measured by the same metric, that another comparison key (another
+protocol, environment or correctness policy) keeps out of the run's ranking."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from projections.queries._asof import LIVE, RUN, at
+from projections.views import RunView
+
+__all__ = ["BETTER_ELSEWHERE_CAP", "better_elsewhere"]
+
+BETTER_ELSEWHERE_CAP = 20
+
+
+def better_elsewhere(
+    conn: sqlite3.Connection,
+    view: RunView,
+    as_of: int | None = None,
+    *,
+    limit: int = BETTER_ELSEWHERE_CAP,
+) -> list[RunView]:
+    """Eligible runs of ``view``'s workload on its hardware, with its metric, in other
+    comparison groups, whose primary value beats ``view``'s (lower or higher as the metric
+    says); best first, at most ``limit`` (``BETTER_ELSEWHERE_CAP``). Empty when ``view`` has no workload, hardware,
+    group or primary value."""
+    if (
+        view.workloadDigest is None
+        or view.hardware is None
+        or view.group_key is None
+        or view.primaryValue is None
+    ):
+        return []
+    p = at(as_of)
+    better = "<" if view.direction == "lower" else ">"
+    order = "ASC" if view.direction == "lower" else "DESC"
+    # Now: the current rows, through the partial index on (hardware) of current runs; as of a
+    # size: the rows live then.
+    live, args = ("valid_to IS NULL", ()) if as_of is None else (LIVE, (p, p))
+    rows = conn.execute(
+        f"SELECT view FROM p_runs WHERE hardware = ? AND eligible = 1 AND {live}"
+        " AND group_key IS NOT NULL AND group_key != ?"
+        # The views are stored as JSON bytes; SQLite's JSON functions read text.
+        " AND json_extract(CAST(view AS TEXT), '$.workloadDigest') = ?"
+        f" AND primary_value {better} ? ORDER BY primary_value {order}, run_digest",
+        (view.hardware, *args, view.group_key, view.workloadDigest, view.primaryValue),
+    )
+    out = []
+    for (blob,) in rows:
+        other = RUN.decode(blob)
+        if other.metricKey == view.metricKey and other.kind == view.kind:
+            out.append(other)
+            if len(out) == limit:
+                break
+    return out
