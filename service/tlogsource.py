@@ -81,24 +81,33 @@ class HttpSource:
     def describe(self) -> str:
         return self.base
 
-    def get(self, path: str) -> bytes | None:
-        url = f"{self.base}/{path}"
+    def _fetch(self, url: str, *, retry_server_errors: bool) -> httpx.Response:
+        """``GET url``, tried up to three times: again on a transport error and, if asked, on a
+        5xx answer (the last answer is then returned).
+
+        Raises:
+            SourceError: no answer at all.
+        """
         last = ""
-        for _ in range(_RETRIES):
+        for attempt in range(_RETRIES):
             try:
                 response = self._client.get(url)
             except httpx.HTTPError as exc:
                 last = f"{type(exc).__name__}: {exc}"
                 continue
-            if response.status_code == 404:
-                return None
-            if response.status_code >= 500:
-                last = f"answered {response.status_code}"
+            if retry_server_errors and response.status_code >= 500 and attempt < _RETRIES - 1:
                 continue
-            if response.status_code != 200:
-                raise SourceError(f"{url} answered {response.status_code}")
-            return response.content
+            return response
         raise SourceError(f"cannot read {url}: {last}")
+
+    def get(self, path: str) -> bytes | None:
+        url = f"{self.base}/{path}"
+        response = self._fetch(url, retry_server_errors=True)
+        if response.status_code == 404:
+            return None
+        if response.status_code != 200:
+            raise SourceError(f"{url} answered {response.status_code}")
+        return response.content
 
     def get_answer(self, target: str) -> tuple[int, httpx.Headers, bytes]:
         """A JSON answer at ``target`` (a path and query): its status, headers and body.
@@ -106,16 +115,8 @@ class HttpSource:
         Raises:
             SourceError: the server cannot be reached.
         """
-        url = f"{self.base}{target}"
-        last = ""
-        for _ in range(_RETRIES):
-            try:
-                response = self._client.get(url)
-            except httpx.HTTPError as exc:
-                last = f"{type(exc).__name__}: {exc}"
-                continue
-            return response.status_code, response.headers, response.content
-        raise SourceError(f"cannot read {url}: {last}")
+        response = self._fetch(f"{self.base}{target}", retry_server_errors=False)
+        return response.status_code, response.headers, response.content
 
     def close(self) -> None:
         self._client.close()

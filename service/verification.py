@@ -84,7 +84,9 @@ Task = tuple[int, VerifyingKey | None, str, str, str, str, str, str, bytes, byte
 payload type, entry type, stored digest, signer, leaf, stored leaf hash)"""
 
 
-def _check_entries(part: Sequence[Task]) -> tuple[list[tuple[int, str]], list[bytes]]:
+def _check_entries(
+    part: Sequence[Task], columns: bool = True
+) -> tuple[list[tuple[int, str]], list[bytes]]:
     """The per-entry checks that need no state, on the pool's threads (the Ed25519 check
     releases the GIL) so they overlap with the sequential reading; and each leaf's hash, for
     the tree the caller grows in order."""
@@ -103,7 +105,7 @@ def _check_entries(part: Sequence[Task]) -> tuple[list[tuple[int, str]], list[by
         except binascii.Error:
             failed.append((seq, f"entry {seq}: the payload or signature is not base64"))
             continue
-        if digest and payload_digest(payload, ptype, signer) != digest:
+        if columns and payload_digest(payload, ptype, signer) != digest:
             failed.append(
                 (seq, f"entry {seq}: the stored payload digest does not match the payload")
             )
@@ -313,7 +315,7 @@ class _Checker:
             return
         half = (len(tasks) + 1) // 2
         for part in (tasks[:half], tasks[half:]):
-            self.pending.append(self.pool.submit(_check_entries, part))
+            self.pending.append(self.pool.submit(_check_entries, part, self.columns))
         while len(self.pending) > 4:
             self._collect(self.pending.pop(0))
 
@@ -413,9 +415,8 @@ def verify_log(
     changing it. ``origin_hint`` names the log when the store does not. ``node_stride``: the
     reader holds the perfect subtrees of every level that is a multiple of it (1: every level;
     8: the levels of C2SP hash tiles, for a log read through them), and only those are checked.
-    ``stored_columns=False``: the rows' columns are not stored apart from the leaf (a leaf
-    fetched from a server), so there is nothing to compare them with; nor with a row's empty
-    payload digest.
+    ``stored_columns=False``: the rows' columns (and payload digest) are not stored apart from
+    the leaf (a leaf fetched from a server), so there is nothing to compare them with.
 
     Raises:
         LogError: there is no database at the path.

@@ -530,7 +530,7 @@ def _compare(
                         report.failures.append(Failure("signed answers", problem, run=digest))
                     else:
                         report.answersSigned += 1
-                local = _DEC.decode(_ENC.encode(show_run(conn, store, digest, size, size=size)))
+                local = msgspec.to_builtins(show_run(conn, store, digest, size, size=size))
                 try:
                     remote = _DEC.decode(body)
                 except msgspec.DecodeError:

@@ -167,6 +167,14 @@ def _verdict(rerun: Rerun) -> str:
     return "within the tolerance"
 
 
+# The touches told as a fixed phrase and the reason they carry, if any.
+_WITH_REASON = {
+    "withdrawal": "attestation withdrawn by its author",
+    "hiding": "attestation hidden by the index",
+    "rerun-request": "rerun requested",
+}
+
+
 class _Facts:
     """What each position did to the run, as (kind, words), gathered from every source."""
 
@@ -232,20 +240,14 @@ class _Facts:
                 key = self.keys.get(t.actor or "")
                 role = key.role if key is not None else "unknown key"
                 self.add(t.position, "attestation", f"attested ({role}): {t.detail or 'note'}")
-            case "withdrawal":
+            case "withdrawal" | "hiding" | "rerun-request":
                 reason = f": {t.detail}" if t.detail else ""
-                self.add(t.position, "withdrawal", f"attestation withdrawn by its author{reason}")
-            case "hiding":
-                reason = f": {t.detail}" if t.detail else ""
-                self.add(t.position, "hiding", f"attestation hidden by the index{reason}")
+                self.add(t.position, t.kind, _WITH_REASON[t.kind] + reason)
             case "report":
                 self.add(t.position, "report", f"report filed: {t.detail}")
             case "resolution":
                 note = f": {t.note}" if t.note else ""
                 self.add(t.position, "resolution", f"report {t.detail}{note}")
-            case "rerun-request":
-                reason = f": {t.detail}" if t.detail else ""
-                self.add(t.position, "rerun-request", f"rerun requested{reason}")
             case "rerun-claim":
                 counted = "" if t.position in self.counted_claims else " (did not count)"
                 self.add(

@@ -45,7 +45,6 @@ from events.port import SignedCheckpoint, stored_entries
 from events.stores.sqlite import SqliteLog
 from events.tiles import Tile, bundle_of, tile_of, tiles_for
 from keys import KeyringError, NoteVerifier, VerifyingKey, open_note
-from keys.notekeys import parse_vkey
 from projections.queries import keyring
 from service.config import DataDir
 from service.errors import NotFound, ServiceError, UsageError
@@ -70,7 +69,6 @@ __all__ = [
     "Segment",
     "export",
     "import_log",
-    "read_log_key",
 ]
 
 SEGMENT_FILE = "segment.json"
@@ -251,20 +249,6 @@ def _write(path: Path, data: bytes) -> None:
 
 
 # --- import --------------------------------------------------------------------------------
-
-
-def read_log_key(path: Path) -> NoteVerifier:
-    """The verifier key (C2SP vkey) in the file ``path``.
-
-    Raises:
-        UsageError: the file cannot be read, or holds no vkey.
-    """
-    try:
-        return parse_vkey(path.read_text(encoding="utf-8").strip())
-    except OSError as exc:
-        raise UsageError(f"cannot read --log-key {path}: {exc.strerror}") from None
-    except (KeyringError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--log-key {path}: not a vkey: {exc}") from None
 
 
 def import_log(

@@ -9,11 +9,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from keys import KeyringError
-from keys.notekeys import parse_vkey
 from service.answers import AnswerInvalid, decode_saved
 from service.app.answers import verify_saved
-from service.commands.base import Sub
+from service.commands.base import Sub, add_log_key, read_file, read_log_key
 from service.errors import UsageError
 
 __all__ = ["register"]
@@ -28,13 +26,7 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
         help="check a saved signed answer (runs show --server URL --json) against the log's key",
     )
     v.add_argument("file", type=Path, metavar="FILE", help="the saved answer (JSON)")
-    v.add_argument(
-        "--log-key",
-        required=True,
-        type=Path,
-        metavar="VKEY",
-        help="a file holding the log's vkey (as `benchproof log key` prints it)",
-    )
+    add_log_key(v)
     v.add_argument(
         "--data",
         dest="replay",
@@ -47,13 +39,8 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    try:
-        data = args.file.read_bytes()
-        log_key = parse_vkey(args.log_key.read_text(encoding="utf-8").strip())
-    except OSError as exc:
-        raise UsageError(f"cannot read {exc.filename}: {exc.strerror}") from None
-    except (KeyringError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--log-key {args.log_key}: not a vkey: {exc}") from None
+    data = read_file(args.file)
+    log_key = read_log_key(args.log_key)
     try:
         answer = decode_saved(data)
     except AnswerInvalid as exc:

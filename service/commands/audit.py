@@ -12,12 +12,10 @@ from typing import Any
 
 import msgspec
 
-from keys import KeyringError
-from keys.notekeys import NoteVerifier, parse_vkey
+from keys.notekeys import NoteVerifier
 from service.answers import check_headers
 from service.app.audit import AuditReport, audit
-from service.commands.base import Sub
-from service.errors import UsageError
+from service.commands.base import Sub, add_log_key, read_log_key
 from service.progress import Progress
 
 __all__ = ["register"]
@@ -30,13 +28,7 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
         help="fetch, verify and replay a remote log; compare its views with the replay",
     )
     p.add_argument("--server", required=True, metavar="URL", help="the log's server")
-    p.add_argument(
-        "--log-key",
-        required=True,
-        type=Path,
-        metavar="VKEY",
-        help="a file holding the log's vkey (as `benchproof log key` prints it)",
-    )
+    add_log_key(p)
     p.add_argument(
         "--state",
         type=Path,
@@ -68,20 +60,6 @@ def _positive(text: str) -> int:
     return value
 
 
-def read_vkey(path: Path) -> NoteVerifier:
-    """The verifier key in the file ``path``.
-
-    Raises:
-        UsageError: the file cannot be read or holds no vkey.
-    """
-    try:
-        return parse_vkey(path.read_text(encoding="utf-8").strip())
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-    except (KeyringError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--log-key {path}: not a vkey: {exc}") from None
-
-
 class _Bars:
     """One progress bar per phase, on stderr when it is a terminal."""
 
@@ -106,7 +84,7 @@ class _Bars:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    key = read_vkey(args.log_key)
+    key = read_log_key(args.log_key)
     bars = _Bars()
     check = _answer_checker(key)
     try:

@@ -1,11 +1,64 @@
-"""Shared typing for the subcommand modules."""
+"""What the subcommand modules share: typing, and the options and readers several take."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING
+
+from keys import KeyringError
+from keys.notekeys import NoteVerifier, parse_vkey
+from service.errors import UsageError
 
 if TYPE_CHECKING:
     Sub = argparse._SubParsersAction[argparse.ArgumentParser]
 else:
     Sub = argparse._SubParsersAction
+
+
+def add_log_key(parser: argparse.ArgumentParser, help: str | None = None) -> None:
+    """The ``--log-key VKEY`` option of the commands that check what a log signed."""
+    parser.add_argument(
+        "--log-key",
+        required=True,
+        type=Path,
+        metavar="VKEY",
+        help=help or "a file holding the log's vkey (as `benchproof log key` prints it)",
+    )
+
+
+def read_log_key(path: Path) -> NoteVerifier:
+    """The verifier key (C2SP vkey) in the file ``path``.
+
+    Raises:
+        UsageError: the file cannot be read, or holds no vkey.
+    """
+    try:
+        return parse_vkey(path.read_text(encoding="utf-8").strip())
+    except OSError as exc:
+        raise UsageError(f"cannot read --log-key {path}: {exc.strerror}") from None
+    except (KeyringError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--log-key {path}: not a vkey: {exc}") from None
+
+
+def read_file(path: Path) -> bytes:
+    """The bytes of a file named on the command line.
+
+    Raises:
+        UsageError: it cannot be read.
+    """
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def position(text: str) -> int:
+    """An index or tree size: a non-negative integer that fits the log's positions."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 0 <= value < 2**62:
+        raise argparse.ArgumentTypeError(f"{text} is not a position in a log (0 to 2**62 - 1)")
+    return value

@@ -17,11 +17,11 @@ from events.checkpoints import parse_checkpoint_body
 from events.errors import LogError, ProofError
 from events.merkle import verify_consistency
 from keys import KeyringError, VerificationError
-from keys.notekeys import NoteVerifier, parse_vkey
+from keys.notekeys import NoteVerifier
 from keys.notes import open_note
 from service.app.cite import FORMATS, OnlineCheck, check_citation, citation
 from service.client import Client, run_path
-from service.commands.base import Sub
+from service.commands.base import Sub, add_log_key, read_file, read_log_key
 from service.errors import NotFound, UsageError
 from service.receipts import ReceiptInvalid, Statement, verify_receipt
 
@@ -61,13 +61,7 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="also ask the log (online): consistency since, and what changed",
     )
-    v.add_argument(
-        "--log-key",
-        required=True,
-        type=Path,
-        metavar="VKEY",
-        help="a file holding the log's vkey (as `benchproof log key` prints it)",
-    )
+    add_log_key(v)
     v.set_defaults(handler=_verify)
 
 
@@ -114,13 +108,8 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    try:
-        data = args.file.read_bytes()
-        log_key = parse_vkey(args.log_key.read_text(encoding="utf-8").strip())
-    except OSError as exc:
-        raise UsageError(f"cannot read {exc.filename}: {exc.strerror}") from None
-    except (KeyringError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--log-key {args.log_key}: not a vkey: {exc}") from None
+    data = read_file(args.file)
+    log_key = read_log_key(args.log_key)
     try:
         verified = verify_receipt(data, log_key)
         online = _online(args.server, data, verified.statement, log_key) if args.server else ""

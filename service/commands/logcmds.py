@@ -18,7 +18,7 @@ import msgspec
 
 from service.app import log
 from service.app.verify import verify
-from service.commands.base import Sub
+from service.commands.base import Sub, position
 from service.errors import UsageError
 from service.ledger import Ledger, init_data_dir
 
@@ -49,23 +49,23 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
     p = logsub.add_parser("checkpoint", parents=[common], help="the latest signed checkpoint note")
     p.set_defaults(handler=_checkpoint)
     p = logsub.add_parser("entries", parents=[common], help="JSON lines {index, leaf}")
-    p.add_argument("--start", type=_position, default=0, help="first index (default 0)")
+    p.add_argument("--start", type=position, default=0, help="first index (default 0)")
     p.add_argument(
-        "--end", type=_position, default=None, help="one past the last index (default: all)"
+        "--end", type=position, default=None, help="one past the last index (default: all)"
     )
     p.set_defaults(handler=_entries)
     proof = logsub.add_parser("proof", parents=[common], help="inclusion and consistency proofs")
     proofsub = proof.add_subparsers(dest="proof_kind", metavar="KIND", parser_class=type(log))
     proofsub.required = True
     p = proofsub.add_parser("inclusion", parents=[common], help="inclusion proof of INDEX in SIZE")
-    p.add_argument("index", type=_position)
+    p.add_argument("index", type=position)
     p.add_argument(
-        "size", type=_position, nargs="?", help="tree size (default: the latest checkpoint's)"
+        "size", type=position, nargs="?", help="tree size (default: the latest checkpoint's)"
     )
     p.set_defaults(handler=_inclusion)
     p = proofsub.add_parser("consistency", parents=[common], help="consistency proof OLD -> NEW")
-    p.add_argument("old", type=_position)
-    p.add_argument("new", type=_position)
+    p.add_argument("old", type=position)
+    p.add_argument("new", type=position)
     p.set_defaults(handler=_consistency)
 
 
@@ -113,17 +113,6 @@ def _checkpoint(args: argparse.Namespace) -> int:
         return 0
 
     return _with_ledger(args, run)
-
-
-def _position(text: str) -> int:
-    """An index or tree size: a non-negative integer that fits the log's positions."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 0 <= value < 2**62:
-        raise argparse.ArgumentTypeError(f"{text} is not a position in a log (0 to 2**62 - 1)")
-    return value
 
 
 def _entries(args: argparse.Namespace) -> int:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import msgspec
 
-from service.app.mirror import ImportRefused, export, import_log, read_log_key
-from service.commands.base import Sub
+from service.app.mirror import ImportRefused, export, import_log
+from service.commands.base import Sub, add_log_key, position, read_log_key
 from service.progress import Progress
 from service.tlogsource import SourceInvalid
 
@@ -36,12 +36,10 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
         ),
     )
     p.add_argument("dest", type=Path, metavar="DEST")
-    p.add_argument(
-        "--start", type=_position, default=0, metavar="N", help="first entry (default 0)"
-    )
+    p.add_argument("--start", type=position, default=0, metavar="N", help="first entry (default 0)")
     p.add_argument(
         "--end",
-        type=_position,
+        type=position,
         default=None,
         metavar="M",
         help="tree size: one the log signed a checkpoint for (default: the latest)",
@@ -63,24 +61,8 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("src", type=Path, nargs="?", metavar="SRC", help="an exported segment folder")
     p.add_argument("--server", metavar="URL", help="a server's base URL, instead of SRC")
-    p.add_argument(
-        "--log-key",
-        type=Path,
-        required=True,
-        metavar="VKEY",
-        help="a file holding the origin log's verifier key (`benchproof log key` there)",
-    )
+    add_log_key(p, "a file holding the origin log's vkey (`benchproof log key` there)")
     p.set_defaults(handler=_import)
-
-
-def _position(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 0 <= value < 2**62:
-        raise argparse.ArgumentTypeError(f"{text} is not a position in a log (0 to 2**62 - 1)")
-    return value
 
 
 def _print(answer: msgspec.Struct, text: str, as_json: bool) -> None:

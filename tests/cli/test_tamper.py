@@ -167,3 +167,14 @@ def test_a_stored_checkpoint_root_must_be_the_signed_one(
     out = bp("verify", "--data", data)
     assert out.returncode == 1
     assert "stored root is not the signed one" in out.stderr
+
+
+def test_an_emptied_payload_digest_is_caught(bp: Runner, pristine: Path, tmp_path: Path) -> None:
+    """A stored digest column blanked out is a mismatch, not a column with nothing to compare
+    (only a log read through its tiles has no stored columns)."""
+    data, conn = _copy(pristine, tmp_path)
+    conn.execute("UPDATE entries SET payload_digest = '' WHERE seq = 3")
+    conn.close()
+    out = bp("verify", "--data", data)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "entry 3: the stored payload digest does not match the payload" in out.stderr
