@@ -9,7 +9,7 @@ DATA ?= var
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: serve test lint bench check-shared clean
+.PHONY: serve test lint bench reliability check-shared clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,11 @@ lint: $(VENV)/.test
 
 bench: $(VENV)/.test
 	$(BIN)/python -m tests.bench
+
+# The reliability suite at the issue's sizes (load, crashes, faults, hostile input, security,
+# backup); its last line is the summary. Its fast part runs in `make test`.
+reliability: $(VENV)/.test
+	$(BIN)/python -m tests.reliability
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache
