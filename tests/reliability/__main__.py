@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     widths = [max(len(str(c)) for c in column) for column in zip(header, *rows, strict=True)]
-    line = "  ".join("{:<%d}" % w for w in widths)
+    line = "  ".join(f"{{:<{w}}}" for w in widths)
     return [line.format(*header).rstrip(), line.format(*("-" * w for w in widths)).rstrip()] + [
         line.format(*row).rstrip() for row in rows
     ]
@@ -46,8 +46,15 @@ def summarise(records: list[dict[str, Any]]) -> tuple[list[str], str, bool]:
         for w in writes:
             good = w["found"] == w["acknowledged"] <= w["attempted"]
             ok &= good
-            rows.append([w["section"], w["attempted"], w["acknowledged"], w["found"],
-                         "ok" if good else "LOST OR DUPLICATED"])
+            rows.append(
+                [
+                    w["section"],
+                    w["attempted"],
+                    w["acknowledged"],
+                    w["found"],
+                    "ok" if good else "LOST OR DUPLICATED",
+                ]
+            )
         out += ["", "Writes", *_table(["test", "attempted", "acknowledged", "found", ""], rows)]
     rounds = by_kind["rounds"]
     if rounds:
@@ -70,7 +77,11 @@ def summarise(records: list[dict[str, Any]]) -> tuple[list[str], str, bool]:
             good = errors == 0 and appends == 0
             ok &= good
             rows.append([target, tried, errors, appends, "ok" if good else "FAILED"])
-        out += ["", "Hostile inputs", *_table(["parser or endpoint", "tried", "5xx", "appends", ""], rows)]
+        out += [
+            "",
+            "Hostile inputs",
+            *_table(["parser or endpoint", "tried", "5xx", "appends", ""], rows),
+        ]
     attacks = by_kind["attack"]
     if attacks:
         rows = []
@@ -84,7 +95,9 @@ def summarise(records: list[dict[str, Any]]) -> tuple[list[str], str, bool]:
     if notes:
         out += ["", "Figures"] + [f"- {n['section']}: {n['text']}" for n in notes]
 
-    five = sum(r["count"] for r in by_kind["server_errors"]) + sum(i["server_errors"] for i in inputs)
+    five = sum(r["count"] for r in by_kind["server_errors"]) + sum(
+        i["server_errors"] for i in inputs
+    )
     ok &= five == 0
     attempted = sum(w["attempted"] for w in writes)
     acked = sum(w["acknowledged"] for w in writes)
@@ -109,7 +122,9 @@ def main() -> int:
         args = [sys.executable, "-m", "pytest", "-q", "tests/reliability", *sys.argv[1:]]
         tests = subprocess.run(args, cwd=ROOT, env=env, check=False)
         records = (
-            [json.loads(line) for line in report.read_text().splitlines()] if report.exists() else []
+            [json.loads(line) for line in report.read_text().splitlines()]
+            if report.exists()
+            else []
         )
     lines, summary, ok = summarise(records)
     print("\n".join(lines), flush=True)
