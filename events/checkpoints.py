@@ -47,7 +47,7 @@ def parse_checkpoint_body(text: str) -> Checkpoint:
         raise LogError(f"not a checkpoint: bad size {size_text!r}")
     try:
         root = binascii.a2b_base64(root_text, strict_mode=True)
-    except binascii.Error:
+    except (binascii.Error, ValueError):  # ValueError: a character outside ASCII
         raise LogError("not a checkpoint: the root is not base64") from None
     if len(root) != 32:
         raise LogError("not a checkpoint: the root is not 32 bytes")

@@ -29,6 +29,7 @@ from events.identity import (
 from events.manifests import ERROR_PATH, KIND_OF, AnyManifest, readable, validate
 from events.normalize import normalize
 from events.references import KERNEL_REFS, SERVING_REFS, roles
+from events.strictjson import check_strict_json
 from events.yamlcore import load_yaml
 
 __all__ = [
@@ -91,9 +92,12 @@ def read_documents(data: bytes, *, source: str) -> list[Any]:
 
 def _decode_json(data: bytes, source: str) -> Any:
     try:
+        check_strict_json(data)  # no repeated member or NUL, as YAML refuses repeated keys
         return _JSON.decode(data)
-    except msgspec.DecodeError as exc:
+    except (ValueError, msgspec.DecodeError) as exc:
         raise InvalidManifest(f"{source}: invalid JSON: {exc}") from None
+    except RecursionError:
+        raise InvalidManifest(f"{source}: invalid JSON: nested too deeply") from None
 
 
 class Checked(msgspec.Struct, frozen=True):

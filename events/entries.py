@@ -203,7 +203,7 @@ def decode_payload(envelope: DsseEnvelope, *, position: int) -> bytes:
     """
     try:
         return binascii.a2b_base64(envelope.payload, strict_mode=True)
-    except binascii.Error:
+    except ValueError:  # binascii.Error is one; a character outside ASCII raises the other
         raise LogCorrupted(f"entry {position}: payload is not base64", position=position) from None
 
 

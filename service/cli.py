@@ -2,19 +2,22 @@
 
 Every subcommand takes ``--data DIR`` (and its other options) before or after its arguments,
 prints a one-line message on bad input, and exits 0 (ok), 1 (verification failed or a
-difference found), 2 (usage or invalid input) or 3 (not found).
+difference found), 2 (usage or invalid input), 3 (not found) or 4 (the environment failed: a
+full disk, a read-only file system, a damaged database, an I/O error; nothing was written).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from events.errors import EventError
+from events.errors import EventError, LogCorrupted
+from events.stores.faults import StorageFault, storage_fault
 from keys import KeyringError
 from projections.errors import (
     AmbiguousRun,
@@ -24,9 +27,10 @@ from projections.errors import (
     UnknownRun,
 )
 from service.app.runs import candidates
+from service.commands.base import local_path
 from service.errors import InvalidInput, NotFound, ServiceError
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NOT_FOUND = 0, 1, 2, 3
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_ENVIRONMENT = 0, 1, 2, 3, 4
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -47,7 +51,7 @@ def _common() -> argparse.ArgumentParser:
     common = _Parser(add_help=False)
     common.add_argument(
         "--data",
-        type=Path,
+        type=local_path,
         default=argparse.SUPPRESS,
         metavar="DIR",
         help="data directory (default: $BENCHPROOF_DATA or ./var)",
@@ -56,7 +60,7 @@ def _common() -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from service.commands import answers, register_all
+    from service.commands import answers, backup, register_all
 
     common = _common()
     parser = _Parser(
@@ -69,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     register_all(sub, common)
     answers.register(sub, common)
+    backup.register(sub, common)
     return parser
 
 
@@ -95,6 +100,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(exc.detail, EXIT_NOT_FOUND)
     except AmbiguousRun as exc:
         return _fail(exc.detail + ": " + ", ".join(candidates(exc)), EXIT_USAGE)
+    except (StorageFault, LogCorrupted) as exc:  # a damaged database, a full disk...
+        return _fail(exc.detail, EXIT_ENVIRONMENT)
     except (EventError, ServiceError, KeyringError, ProjectionError) as exc:
         return _fail(exc.detail, EXIT_USAGE)
     except KeyboardInterrupt:
@@ -103,6 +110,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader went away (``| head``); that is not our error.
         sys.stderr.close()
         return EXIT_OK
+    except (sqlite3.Error, OSError) as exc:
+        # Met outside the log's store (a projection's query, a service database, a file the
+        # command writes): a fault of the storage is one line, anything else a bug to see.
+        fault = storage_fault(exc, None)
+        if fault is None:
+            raise
+        return _fail(fault.detail, EXIT_ENVIRONMENT)
 
 
 def _fail(message: str, code: int) -> int:

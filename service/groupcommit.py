@@ -10,6 +10,12 @@ a revocation earlier in the same group may have changed); a request whose check 
 its error and the others go on. If the shared append itself fails, each request is retried alone, so
 one request's fault is never another's.
 
+A commit that SQLite refused as busy without waiting (``SQLITE_BUSY`` and its extended codes: the
+writer's ``BEGIN IMMEDIATE`` met a read still open on its connection while another connection,
+such as the challenges' or another process's, held or had just released the write lock; SQLite
+skips the busy handler there, since waiting could deadlock) changed nothing, so the whole group
+is tried again after a short pause, for up to ``BUSY_RETRY`` seconds, before anyone hears of it.
+
 An event loop's handlers use ``submit_async`` instead: a request waits on a future rather than
 on a thread, and one worker thread runs the commits for the loop, each of every request queued
 while the one before was committing; both paths take the same turn, so their commits never
@@ -19,12 +25,29 @@ overlap.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Generic, TypeVar
 
-__all__ = ["GroupCommit", "Request"]
+__all__ = ["BUSY_RETRY", "GroupCommit", "Request", "busy"]
+
+BUSY_RETRY = 5.0
+"""Seconds a group refused as busy (``busy``) is tried again before its requests hear so."""
+_SQLITE_BUSY = 5  # the primary result code; SQLITE_BUSY_SNAPSHOT (517) etc. share its low byte
+
+
+def busy(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite refusing a transaction as busy (nothing was written)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return (
+        isinstance(exc, sqlite3.OperationalError)
+        and isinstance(code, int)
+        and (code & 0xFF == _SQLITE_BUSY)
+    )
+
 
 S = TypeVar("S")
 R = TypeVar("R")
@@ -148,9 +171,27 @@ class GroupCommit(Generic[T, S, R]):
         assert request.result is not None  # noqa: S101 - done without an error
         return request.result
 
+    def _commit_retrying(self, batch: list[Request[T, S, R]]) -> None:
+        """``commit`` the batch, again after a pause while SQLite refuses it as busy (its
+        transaction was rolled back: the answers it set are forgotten), for ``BUSY_RETRY``
+        seconds at most."""
+        deadline = time.monotonic() + BUSY_RETRY
+        pause = 0.001
+        while True:
+            try:
+                self._commit(batch)
+                return
+            except sqlite3.OperationalError as exc:
+                if not busy(exc) or time.monotonic() + pause > deadline:
+                    raise
+            for request in batch:
+                request.result = request.error = None
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+
     def _run(self, batch: list[Request[T, S, R]]) -> None:
         try:
-            self._commit(batch)
+            self._commit_retrying(batch)
             self.commits += 1
         except Exception as exc:  # noqa: BLE001 - handed to the requests it concerns
             if len(batch) == 1 or isinstance(exc, self._whole):

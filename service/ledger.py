@@ -27,6 +27,7 @@ import msgspec
 from events.entries import Pending
 from events.errors import LogError
 from events.port import Appended, stored_entries
+from events.stores.faults import StorageFault
 from events.stores.sqlite import SqliteLog
 from events.stores.sqlite_schema import WriterBusy
 from events.types import EVENT_ENCODER, Event, KeyRegistered, PolicyChanged, event_tag
@@ -203,7 +204,10 @@ class Ledger:
         # transaction; ``self.projections.keyring()`` inside it).
         self.keyring = KeyringCache()
         self.group: GroupCommit[Pending, sqlite3.Connection, Appended] = GroupCommit(
-            self._commit_group, whole=(WriterBusy,)
+            # A busy writer or a failed disk is the group's fault: trying each request alone
+            # would only meet it again.
+            self._commit_group,
+            whole=(WriterBusy, StorageFault),
         )
         if mirror is not None and store.origin != mirror.origin:
             store.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import re
 import sys
 import threading
 import time
@@ -13,11 +14,21 @@ from typing import Any
 
 import msgspec
 import structlog
+from structlog.tracebacks import ExceptionDictTransformer
 from structlog.typing import EventDict
 
 __all__ = ["BufferedLines", "configure_logging", "flush_logs", "get_logger", "log_request"]
 
-_SECRET_KEYS = frozenset({"private_key", "token", "authorization", "seed", "signature_raw"})
+_SECRET_KEYS = frozenset(
+    {"private_key", "token", "authorization", "seed", "signature_raw", "challenge", "cookie"}
+)
+# Secrets by their shape, wherever they appear in a line's text (an exception's message):
+# operator tokens and PEM private keys.
+_SECRET_TEXT = re.compile(
+    r"bp_[A-Za-z0-9_-]{20,}"
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)",
+    re.S,
+)
 _encoder = msgspec.json.Encoder(enc_hook=repr)
 
 
@@ -26,9 +37,22 @@ def _dumps(obj: Any, **_: Any) -> bytes:
     return _encoder.encode(obj)
 
 
+def _scrub(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SECRET_TEXT.sub("[redacted]", value)
+    if isinstance(value, dict):
+        return {k: _scrub(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrub(v) for v in value]
+    return value
+
+
 def redact_secrets(_logger: object, _name: str, event_dict: EventDict) -> EventDict:
+    """Secret fields by name, and tokens and private keys by their shape in any text."""
     for key in _SECRET_KEYS & event_dict.keys():
         event_dict[key] = "[redacted]"
+    for key, value in event_dict.items():
+        event_dict[key] = _scrub(value)
     return event_dict
 
 
@@ -85,9 +109,10 @@ def configure_logging(level: int = logging.INFO) -> None:
         processors=[
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
-            redact_secrets,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.dict_tracebacks,
+            # Tracebacks without the frames' local variables (a request's body, a key).
+            structlog.processors.ExceptionRenderer(ExceptionDictTransformer(show_locals=False)),
+            redact_secrets,
             structlog.processors.JSONRenderer(serializer=_dumps),
         ],
         logger_factory=lambda *_: _sink,

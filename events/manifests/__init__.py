@@ -107,7 +107,7 @@ def validate(value: Any, *, source: str = "<manifest>", path: str = "$") -> AnyM
     if not isinstance(value, dict):
         raise InvalidManifest(f"{source}: {path}: a manifest must be an object", path=path)
     kind = value.get("kind")
-    if kind not in KINDS:
+    if not isinstance(kind, str) or kind not in KINDS:  # a list or object is no kind either
         where = f"{path}.kind"
         known = ", ".join(sorted(KINDS))
         raise InvalidManifest(

@@ -9,6 +9,7 @@ so a crash leaves all of it or none. Tables: ``events.stores.sqlite_schema``.
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
@@ -33,6 +34,7 @@ from events.port import (
     Projector,
     SignedCheckpoint,
 )
+from events.stores.faults import StorageDamaged, storage_fault
 from events.stores.sqlite_reads import SqliteReads
 from events.stores.sqlite_schema import (
     SCHEMA_VERSION,
@@ -45,9 +47,46 @@ from events.stores.sqlite_schema import (
 )
 from events.tiles import MAX_LEAF, LeafTooLarge
 
-__all__ = ["CHUNK", "SqliteLog"]
+__all__ = ["CHUNK", "COMMITTED_SUFFIX", "SqliteLog", "committed_path", "write_committed"]
 
 CHUNK = 1024
+
+COMMITTED_SUFFIX = "-committed"
+"""Beside the database, ``<db>-committed`` holds the log size the last commit reached (written
+after each commit that grew the log, under the writers' lock; sizes only grow). A database
+that holds fewer entries than that lost committed ones (the file or its ``-wal`` was truncated,
+or an older copy was put in its place): a writer refuses to open it."""
+
+
+def committed_path(db: Path) -> Path:
+    """The file that holds the size the last commit of the log at ``db`` reached."""
+    return db.with_name(db.name + COMMITTED_SUFFIX)
+
+
+def write_committed(db: Path, size: int) -> None:
+    """Record ``size`` as the size the log at ``db`` reached (a backup's copy, a restore)."""
+    committed_path(db).write_text(f"{size}\n", encoding="ascii")
+
+
+def _read_committed(db: Path) -> int | None:
+    try:
+        text = committed_path(db).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return int(text) if text.isdigit() else None
+
+
+@contextlib.contextmanager
+def _storage(path: Path) -> Iterator[None]:
+    """The storage's faults (full, read-only, damaged, I/O) as ``StorageFault``s naming
+    ``path``; any other error as it is."""
+    try:
+        yield
+    except (sqlite3.Error, OSError) as exc:
+        fault = storage_fault(exc, path)
+        if fault is None:
+            raise
+        raise fault from exc
 
 
 def _too_large(type_: str, subject: str, size: int) -> LeafTooLarge:
@@ -78,6 +117,8 @@ class SqliteLog(SqliteReads):
         self._checkpointer = None if readonly else Checkpointer(path)
         self._writers = None if readonly else WriterLock(path)
         self.on_rollback: list[Callable[[], None]] = []  # told when a transaction is undone
+        self._committed = -1  # the size last written to ``<db>-committed``
+        self._committed_fd: int | None = None
 
     # --- opening -----------------------------------------------------------------------------
 
@@ -91,7 +132,21 @@ class SqliteLog(SqliteReads):
         """
         if not create and not path.exists():
             raise LogError(f"no log at {path} (run `benchproof init`)")
-        conn = connect(path)
+        with _storage(path):
+            conn = connect(path)
+            log: SqliteLog | None = None
+            try:
+                log = cls._opened(path, conn, origin)
+                log._check_committed()
+            except BaseException:
+                if log is not None:
+                    log.close()
+                conn.close()
+                raise
+        return log
+
+    @classmethod
+    def _opened(cls, path: Path, conn: sqlite3.Connection, origin: str | None) -> SqliteLog:
         create_tables(conn)
         # Imported here: a read-only handle (a rebuild worker's) does not pay for its import.
         import sqlite_utils
@@ -127,19 +182,66 @@ class SqliteLog(SqliteReads):
         """
         if not path.exists():
             raise LogError(f"no log at {path}")
-        conn = connect_readonly(path)
+        conn: sqlite3.Connection | None = None
         try:
+            conn = connect_readonly(path)
             row = conn.execute("SELECT value FROM meta WHERE key = 'origin'").fetchone()
         except sqlite3.DatabaseError as exc:
-            conn.close()
-            raise LogError(f"{path}: the database cannot be read: {exc}") from None
+            if conn is not None:
+                conn.close()
+            fault = storage_fault(exc, path)
+            if isinstance(fault, StorageDamaged) or fault is None:
+                detail = f"{path}: the database cannot be read: {exc}"
+                raise StorageDamaged(detail, path=str(path), reason=str(exc)) from None
+            raise fault from None
         return cls(path, conn, "" if row is None else str(row[0]), readonly=True)
+
+    def _check_committed(self) -> None:
+        """Refuse a database that holds fewer entries than its commits reached (``-committed``).
+
+        Raises:
+            StorageDamaged: it does; the file or its ``-wal`` lost committed entries.
+        """
+        committed = _read_committed(self.path)
+        self._committed = committed if committed is not None else -1
+        if committed is None:
+            return
+        size = self.refresh()
+        if size < committed:
+            mark = committed_path(self.path)
+            raise StorageDamaged(
+                f"{self.path} holds {size} entries, but its commits reached {committed} "
+                f"({mark.name}): the database or its -wal file was truncated or replaced by an "
+                f"older copy. Restore it from a backup; to accept the shorter log, remove {mark}",
+                path=str(self.path),
+                size=size,
+                committed=committed,
+            )
+
+    def _mark_committed(self) -> None:
+        """Record the size this commit reached (no fsync: it guards against a damaged or
+        replaced file, and it only ever follows a commit, so it never runs ahead of it)."""
+        size = self._edge.size
+        if size <= self._committed:
+            return
+        try:
+            if self._committed_fd is None:
+                self._committed_fd = os.open(
+                    committed_path(self.path), os.O_WRONLY | os.O_CREAT, 0o644
+                )
+            os.pwrite(self._committed_fd, f"{size}\n".encode(), 0)
+        except OSError:
+            return  # the commit stands; the mark is written by the next one
+        self._committed = size
 
     def close(self) -> None:
         if self._checkpointer is not None:
             self._checkpointer.stop()
         if self._writers is not None:
             self._writers.close()
+        if self._committed_fd is not None:
+            os.close(self._committed_fd)
+            self._committed_fd = None
         self._conn.close()
 
     @property
@@ -150,6 +252,11 @@ class SqliteLog(SqliteReads):
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
+        with _storage(self.path), self._transaction() as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
             if self._depth:
                 yield from self._inner()
@@ -175,6 +282,7 @@ class SqliteLog(SqliteReads):
                     self._sign_checkpoint(*self._due)
                 self._conn.execute("COMMIT")
                 committed = True
+                self._mark_committed()
             finally:
                 self._depth, self._due = 0, None
                 if not committed:

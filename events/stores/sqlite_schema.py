@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from events.errors import LogError
+from events.stores.faults import storage_fault
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -167,6 +168,9 @@ class WriterLock:
                 mode = db.stat().st_mode & 0o666 if db.exists() else 0o600
                 self._fd = os.open(self.path, os.O_RDONLY | os.O_CREAT, mode)
             except OSError as exc:
+                fault = storage_fault(exc, self.path)
+                if fault is not None:
+                    raise fault from None
                 raise LogError(f"cannot write the log: {self.path}: {exc.strerror}") from None
         deadline, pause = time.monotonic() + self._timeout, 0.0001
         while True:

@@ -112,6 +112,10 @@ FORMAT_RULE = (
 """How an upload's format is decided, in words (the errors that refuse one say it)."""
 
 
+MAX_NAME_BYTES = 200
+"""The longest upload file name taken (file systems stop at 255 bytes)."""
+
+
 def upload_name(filename: str | None, content_type: str | None, body: bytes) -> tuple[str, str]:
     """The file name an upload is read under (its suffix picks the format), and how it was
     decided: ``filename`` if given; else the media type of ``content_type`` if it names a
@@ -140,7 +144,7 @@ def _sniffed(body: bytes) -> str:
 def _is_json(text: bytes) -> bool:
     try:
         msgspec.json.decode(text)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return False
     return True
 
@@ -162,13 +166,22 @@ def ingest_upload(
     refuse it whole.
 
     Raises:
-        UsageError: ``name`` names no file (empty, ``.`` or ``..``).
+        UsageError: ``name`` names no file (empty, ``.`` or ``..``), or holds a control
+            character or more than ``MAX_NAME_BYTES`` bytes.
         As ``ingest``; their messages name the upload by ``name``, never the server's
         temporary folder; an ``InvalidInput`` says which format the upload was read as.
     """
     base = Path(name).name
     if base in ("", ".", ".."):
         raise UsageError(f"the upload's file name {name!r} names no file (e.g. runs.json)")
+    # Only the last part of the name is used, inside a private temporary folder, so it can
+    # name no other file; what no file name may hold is refused here rather than failing
+    # when the file is written.
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in base) or _name_bytes(base) > MAX_NAME_BYTES:
+        raise UsageError(
+            f"the upload's file name {name[:80]!r} must be at most {MAX_NAME_BYTES} bytes of UTF-8 "
+            "without control characters (e.g. runs.json)"
+        )
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / base
         path.write_bytes(body)
@@ -179,6 +192,15 @@ def ingest_upload(
             if isinstance(exc, InvalidInput) and not _parses_as(base, body):
                 _say_format(exc, base, decided)
             raise
+
+
+def _name_bytes(name: str) -> int:
+    """The length of ``name`` in UTF-8 (a lone surrogate, which no file name takes, counts as
+    too long)."""
+    try:
+        return len(name.encode())
+    except UnicodeEncodeError:
+        return MAX_NAME_BYTES + 1
 
 
 def _parses_as(name: str, body: bytes) -> bool:

@@ -19,6 +19,7 @@ from typing import Literal, TypeVar
 import msgspec
 
 from events.entries import EVENT_PAYLOAD_TYPE, Pending
+from events.strictjson import check_strict_json
 from events.types import EVENT_DECODER, EVENT_ENCODER, Event, KeyGranted, KeyRevoked
 from keys import VerifyingKey
 from projections import queries
@@ -89,8 +90,9 @@ def signed_event(signed: SignedBody, kind: type[E]) -> E:
         InvalidEvent: another event, or bytes that are not its exact encoding.
     """
     try:
+        check_strict_json(signed.payload)
         event = EVENT_DECODER.decode(signed.payload)
-    except msgspec.DecodeError as exc:
+    except (ValueError, msgspec.DecodeError) as exc:
         raise InvalidEvent(f"the payload is not an event: {exc}") from None
     if not isinstance(event, kind):
         raise InvalidEvent(f"the payload must be a {kind.__struct_config__.tag} event")
@@ -179,8 +181,9 @@ def reason_of(body: bytes) -> str:
         UsageError: another shape, or a reason ``bounded_text`` refuses.
     """
     try:
+        check_strict_json(body)
         reason = _REASON.decode(body).reason
-    except msgspec.DecodeError as exc:
+    except (ValueError, msgspec.DecodeError) as exc:
         raise UsageError(f'the body must be {{"reason": "..."}}: {exc}') from None
     return bounded_text(reason, "the reason")
 
@@ -214,8 +217,9 @@ def grant_role(ledger: Ledger, key_id: str, body: bytes) -> Recorded:
         UnknownKeyId, KeyNotValid, ProtectedKey, NotCommunity: the key.
     """
     try:
+        check_strict_json(body)
         role = _GRANT.decode(body).role
-    except msgspec.DecodeError as exc:
+    except (ValueError, msgspec.DecodeError) as exc:
         raise UsageError(f'the body must be {{"role": "rerunner"}}: {exc}') from None
     event = KeyGranted(keyId=key_id, role=role)
     with ledger.store.snapshot() as conn:

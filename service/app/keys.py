@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import re
 import sqlite3
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import msgspec
 
 from events.entries import EVENT_PAYLOAD_TYPE, Pending
+from events.strictjson import check_strict_json
 from events.types import EVENT_DECODER, EVENT_ENCODER, KeyRegistered
 from keys import KeyringError, Signature, VerificationError, VerifyingKey, pae
 from keys.notekeys import valid_key_name
@@ -38,6 +38,7 @@ __all__ = [
     "Admit",
     "BadEnvelope",
     "BadSignature",
+    "ChallengeRequest",
     "InvalidRegistration",
     "KeyAlreadyRegistered",
     "KeyMismatch",
@@ -45,6 +46,7 @@ __all__ = [
     "Registered",
     "SignedBody",
     "UnsupportedPayloadType",
+    "challenge_key",
     "check_signature",
     "issue_challenge",
     "read_envelope",
@@ -119,32 +121,21 @@ class SignedBody(NamedTuple):
     payload_type: str
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    keys = [k for k, _ in pairs]
-    if len(set(keys)) != len(keys):
-        raise ValueError(
-            f"duplicate member names: {sorted({k for k in keys if keys.count(k) > 1})}"
-        )
-    return dict(pairs)
-
-
 def unique_members(data: bytes) -> None:
-    """Refuse JSON whose objects repeat a member name (parsers disagree on which one counts).
+    """Refuse JSON whose objects repeat a member name (parsers disagree on which one counts)
+    or whose strings hold U+0000 (``events.strictjson``).
 
     Raises:
-        ValueError: not JSON, nested too deeply to read, or a repeated member name.
+        ValueError: not JSON, nested too deeply to read, a repeated member name, or a NUL.
     """
-    try:
-        json.loads(data, object_pairs_hook=_no_duplicates)
-    except RecursionError:
-        raise ValueError("nested too deeply") from None
+    check_strict_json(data)
 
 
 def _strict_b64(text: str, field: str) -> bytes:
     """Canonical padded standard base64, the only form ``benchproof verify`` reads."""
     try:
         data = binascii.a2b_base64(text, strict_mode=True)
-    except binascii.Error:
+    except ValueError:  # binascii.Error is one; a character outside ASCII raises the other
         data = None
     if data is None or base64.b64encode(data).decode() != text:
         raise BadEnvelope(f"{field} is not canonical standard base64", field=field)
@@ -195,6 +186,29 @@ def check_signature(signed: SignedBody, key: VerifyingKey) -> None:
         ) from None
 
 
+class ChallengeRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The key a challenge is for: its id, hex SHA-256 of the raw Ed25519 public key."""
+
+    keyId: str
+
+
+_CHALLENGE_REQUEST = msgspec.json.Decoder(ChallengeRequest)
+
+
+def challenge_key(body: bytes) -> str:
+    """The key id a challenge request (``{"keyId"}``) asks for, read strictly.
+
+    Raises:
+        UsageError: the body is not that object (or repeats a member, holds a NUL, or nests
+            too deeply to read).
+    """
+    try:
+        check_strict_json(body)
+        return _CHALLENGE_REQUEST.decode(body).keyId
+    except (ValueError, msgspec.DecodeError) as exc:
+        raise UsageError(f'the body must be {{"keyId": "<64 lowercase hex>"}}: {exc}') from None
+
+
 def issue_challenge(ledger: Ledger, key_id: str) -> Challenge:
     """A single-use registration challenge for ``key_id``, valid five minutes.
 
@@ -209,8 +223,9 @@ def issue_challenge(ledger: Ledger, key_id: str) -> Challenge:
 def _registration(signed: SignedBody) -> tuple[KeyRegistered, str]:
     """The payload as a community key registration, and the challenge it names."""
     try:
+        check_strict_json(signed.payload)
         event = EVENT_DECODER.decode(signed.payload)
-    except msgspec.DecodeError as exc:
+    except (ValueError, msgspec.DecodeError) as exc:
         raise InvalidRegistration(f"the payload is not an event: {exc}") from None
     if not isinstance(event, KeyRegistered):
         raise InvalidRegistration("the payload must be a key.registered.v1 event")

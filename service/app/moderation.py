@@ -17,6 +17,7 @@ from typing import Literal
 import msgspec
 
 from events.entries import EVENT_PAYLOAD_TYPE, Pending
+from events.strictjson import check_strict_json
 from events.types import AttestationHidden, AttestationWithdrawn, ReportResolved
 from projections import queries
 from service.app.attest import UnknownAttestation
@@ -174,8 +175,9 @@ def resolve_report(ledger: Ledger, report_id: str, body: bytes) -> Recorded:
         UnknownReport, AlreadyResolved: the report.
     """
     try:
+        check_strict_json(body)
         wanted = _RESOLVE.decode(body)
-    except msgspec.DecodeError as exc:
+    except (ValueError, msgspec.DecodeError) as exc:
         shape = '{"resolution": "resolved" | "dismissed", "note": "..."}'
         raise UsageError(f"the body must be {shape}: {exc}") from None
     event = ReportResolved(

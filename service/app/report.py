@@ -8,6 +8,7 @@ from typing import Literal, get_args
 
 import msgspec
 
+from events.strictjson import check_strict_json
 from events.types import ReportFiled
 from projections import queries
 from service.errors import UsageError
@@ -56,8 +57,9 @@ def file_report(ledger: Ledger, ref: str, body: bytes) -> tuple[Filed, bool]:
         UnknownRun, AmbiguousRun: ``ref``.
     """
     try:
+        check_strict_json(body)
         report = _REPORT.decode(body)
-    except msgspec.DecodeError as exc:
+    except (ValueError, msgspec.DecodeError) as exc:
         raise InvalidReport(f"a report is {{reason, text}}: {exc}", reasons=list(REASONS)) from None
     if len(report.text.encode()) > MAX_TEXT_BYTES:
         raise InvalidReport(f"text is over {MAX_TEXT_BYTES} bytes of UTF-8")

@@ -35,6 +35,7 @@ from events.entries import (
     payload_digest,
 )
 from events.stores.sqlite import SqliteLog
+from events.strictjson import check_strict_json
 from events.types import RERUN_PREDICATE_V2, RerunClaimedV2, RerunCompletedV2, RerunRequested
 from projections import queries
 from projections.keyring import KeyView
@@ -246,8 +247,9 @@ def request_rerun(ledger: Ledger, ref: str, body: bytes) -> tuple[Recorded, bool
         UnknownRun, AmbiguousRun: ``ref``.
     """
     try:
+        check_strict_json(body)
         reason = bounded_text(msgspec.json.decode(body, type=_Reason).reason, "reason")
-    except msgspec.DecodeError as exc:
+    except (ValueError, msgspec.DecodeError) as exc:
         raise UsageError(f'the body must be {{"reason": "…"}}: {exc}') from None
     with ledger.store.snapshot() as conn:
         digest = queries.resolve_run(conn, ref)
@@ -349,11 +351,12 @@ def _result(signed: SignedBody) -> RerunCompletedV2:
         InvalidResult: not an in-toto Statement v1 with the rerun v2 predicate, exactly.
     """
     try:
+        check_strict_json(signed.payload)
         predicate_type = msgspec.json.decode(signed.payload).get("predicateType")
         if predicate_type != RERUN_PREDICATE_V2:
             raise InvalidResult(f"predicateType must be {RERUN_PREDICATE_V2}")
         event = statement_event("rerun.completed.v2", signed.payload, signed.signature.keyid)
-    except (BadStatement, msgspec.DecodeError, AttributeError) as exc:
+    except (BadStatement, ValueError, msgspec.DecodeError, AttributeError) as exc:
         raise InvalidResult(f"not a rerun result statement: {exc}") from None
     assert isinstance(event, RerunCompletedV2)  # noqa: S101 - the v2 entry type decodes to it
     return event

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from service.answers import AnswerInvalid, decode_saved
 from service.app.answers import verify_saved
-from service.commands.base import Sub, add_log_key, read_file, read_log_key
+from service.commands.base import Sub, add_log_key, local_path, read_file, read_log_key
 from service.errors import UsageError
 
 __all__ = ["register"]
@@ -25,12 +24,12 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
         "verify-answer",
         help="check a saved signed answer (runs show --server URL --json) against the log's key",
     )
-    v.add_argument("file", type=Path, metavar="FILE", help="the saved answer (JSON)")
+    v.add_argument("file", type=local_path, metavar="FILE", help="the saved answer (JSON)")
     add_log_key(v)
     v.add_argument(
         "--data",
         dest="replay",
-        type=Path,
+        type=local_path,
         metavar="DIR",
         help="also recompute the answer from the log in DIR (a mirror, an audit's replay) at "
         "the answer's tree size and compare",

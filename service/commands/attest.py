@@ -26,7 +26,7 @@ from keys import encode_envelope, load_private_key, sign_envelope
 from service.app.attest import KINDS, statement_of
 from service.app.report import REASONS
 from service.client import Client, run_path
-from service.commands.base import Sub
+from service.commands.base import Sub, local_path
 from service.commands.keys import (
     recorded,
     server_option,
@@ -54,7 +54,10 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
         "--statistic", help="the value's statistic (with --value; default: the run's primary one)"
     )
     p.add_argument(
-        "--environment", type=Path, metavar="FILE", help="a JSON object describing the environment"
+        "--environment",
+        type=local_path,
+        metavar="FILE",
+        help="a JSON object describing the environment",
     )
     p.add_argument(
         "--evidence-url",
@@ -65,7 +68,9 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
         help="an https URL of evidence (repeatable)",
     )
     p.add_argument("--note", help="free text (at most 4096 bytes of UTF-8)")
-    p.add_argument("--key", required=True, type=Path, metavar="FILE", help="the private key file")
+    p.add_argument(
+        "--key", required=True, type=local_path, metavar="FILE", help="the private key file"
+    )
     p.set_defaults(handler=_attest)
 
     p = sub.add_parser(
@@ -81,7 +86,9 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("attestation", metavar="ATTESTATION_ID", help="the attestation's id")
     p.add_argument("--reason", default="", help="why (kept in the log)")
-    p.add_argument("--key", required=True, type=Path, metavar="FILE", help="the private key file")
+    p.add_argument(
+        "--key", required=True, type=local_path, metavar="FILE", help="the private key file"
+    )
     p.set_defaults(handler=_withdraw)
 
     token = token_option()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -15,7 +14,7 @@ import msgspec
 from keys.notekeys import NoteVerifier
 from service.answers import check_headers
 from service.app.audit import AuditReport, audit
-from service.commands.base import Sub, add_log_key, read_log_key
+from service.commands.base import Sub, add_log_key, local_path, read_log_key
 from service.progress import Progress
 
 __all__ = ["register"]
@@ -31,7 +30,7 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
     add_log_key(p)
     p.add_argument(
         "--state",
-        type=Path,
+        type=local_path,
         metavar="FILE",
         help="remember the verified checkpoint here and prove the next one consistent with it "
         "(fetched tiles are kept beside it, in FILE.tiles, so an audit resumes)",

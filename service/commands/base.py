@@ -21,7 +21,7 @@ def add_log_key(parser: argparse.ArgumentParser, help: str | None = None) -> Non
     parser.add_argument(
         "--log-key",
         required=True,
-        type=Path,
+        type=local_path,
         metavar="VKEY",
         help=help or "a file holding the log's vkey (as `benchproof log key` prints it)",
     )
@@ -62,3 +62,12 @@ def position(text: str) -> int:
     if not 0 <= value < 2**62:
         raise argparse.ArgumentTypeError(f"{text} is not a position in a log (0 to 2**62 - 1)")
     return value
+
+
+def local_path(text: str) -> Path:
+    """An argparse ``type`` for a path on this machine. A path names what the user chose
+    (``..`` and absolute paths included: it is their machine); one holding a NUL character names
+    no file at all, and is refused as a usage error (exit 2) before anything is opened."""
+    if "\x00" in text:
+        raise argparse.ArgumentTypeError(f"{text!r} holds a NUL character: no file has that name")
+    return Path(text)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import base64
 import sys
-from pathlib import Path
 from urllib.parse import urlencode
 
 import httpx
@@ -21,7 +20,7 @@ from keys.notekeys import NoteVerifier
 from keys.notes import open_note
 from service.app.cite import FORMATS, OnlineCheck, check_citation, citation
 from service.client import Client, run_path
-from service.commands.base import Sub, add_log_key, read_file, read_log_key
+from service.commands.base import Sub, add_log_key, local_path, read_file, read_log_key
 from service.errors import NotFound, UsageError
 from service.receipts import ReceiptInvalid, Statement, verify_receipt
 
@@ -55,7 +54,7 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
     c.set_defaults(handler=_check)
 
     v = sub.add_parser("verify-citation", parents=[common], help="check a citation receipt offline")
-    v.add_argument("file", type=Path, metavar="FILE", help="the receipt")
+    v.add_argument("file", type=local_path, metavar="FILE", help="the receipt")
     v.add_argument(
         "--server",
         metavar="URL",

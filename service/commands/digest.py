@@ -10,7 +10,7 @@ import msgspec
 
 from events import check_manifest, identify, is_bundle, parse_bundle, read_documents
 from events.documents import KernelIdentity, ManifestIdentity, ServingIdentity
-from service.commands.base import Sub
+from service.commands.base import Sub, local_path
 from service.errors import NotFound, UsageError
 
 _ENCODER = msgspec.json.Encoder()
@@ -29,7 +29,9 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
             "documents prints a JSON array."
         ),
     )
-    p.add_argument("file", type=Path, metavar="FILE", help="a JSON or YAML manifest or bundle")
+    p.add_argument(
+        "file", type=local_path, metavar="FILE", help="a JSON or YAML manifest or bundle"
+    )
     p.set_defaults(handler=run)
 
 

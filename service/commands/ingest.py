@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from service.app.ingest import ingest
-from service.commands.base import Sub
+from service.commands.base import Sub, local_path
 from service.ingest.api import SOURCES
 from service.ledger import Ledger
 from service.progress import Progress
@@ -26,7 +26,7 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
         ),
     )
     p.add_argument("source", choices=list(SOURCES), metavar="SOURCE", help=" | ".join(SOURCES))
-    p.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    p.add_argument("paths", nargs="+", type=local_path, metavar="PATH")
     p.add_argument(
         "--skip-invalid",
         action="store_true",
@@ -34,7 +34,7 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--rejected",
-        type=Path,
+        type=local_path,
         default=Path("rejected.jsonl"),
         metavar="FILE",
         help="where --skip-invalid writes rejected rows with reasons (default: rejected.jsonl)",

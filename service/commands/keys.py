@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import base64
 import sys
-from pathlib import Path
 
 import msgspec
 
@@ -28,7 +27,7 @@ from keys import (
 )
 from keys.notekeys import valid_key_name
 from service.client import Answer, Client, default_server
-from service.commands.base import Sub
+from service.commands.base import Sub, local_path
 from service.errors import UsageError
 
 __all__ = ["register", "server_option", "signed_event", "token_option", "write_answer"]
@@ -40,7 +39,9 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="create an Ed25519 key file (0600); print its key id, then its vkey",
     )
-    p.add_argument("out", metavar="OUT", type=Path, help="the new key file (never overwritten)")
+    p.add_argument(
+        "out", metavar="OUT", type=local_path, help="the new key file (never overwritten)"
+    )
     p.add_argument("--name", default="key", help="the key name in the printed vkey (default: key)")
     p.set_defaults(handler=_keygen)
 
@@ -54,7 +55,9 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
         parents=[common, server_option()],
         help="register a community key (signed by itself, over a challenge the server issues)",
     )
-    p.add_argument("--key", required=True, type=Path, metavar="FILE", help="the private key file")
+    p.add_argument(
+        "--key", required=True, type=local_path, metavar="FILE", help="the private key file"
+    )
     p.add_argument("--name", required=True, help="the key's public name (unique on the server)")
     p.set_defaults(handler=_register)
 
@@ -65,7 +68,9 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("key_id", metavar="KEYID", help="the key's id (64 hex)")
     who = p.add_mutually_exclusive_group(required=True)
-    who.add_argument("--key", type=Path, metavar="FILE", help="the key's own private key file")
+    who.add_argument(
+        "--key", type=local_path, metavar="FILE", help="the key's own private key file"
+    )
     who.add_argument("--token", help="an operator token (the index signs the revocation)")
     p.add_argument("--reason", default="revoked by its holder", help="why (kept in the log)")
     p.set_defaults(handler=_revoke)

@@ -13,12 +13,15 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import msgspec
 
+from events.stores.sqlite import committed_path
 from service.app import log
 from service.app.verify import verify
 from service.commands.base import Sub, position
+from service.config import DataDir
 from service.errors import UsageError
 from service.ledger import Ledger, init_data_dir
 
@@ -85,6 +88,10 @@ def _init(args: argparse.Namespace) -> int:
 
 def _verify(args: argparse.Namespace) -> int:
     report = verify(args.data)
+    short = _shorter_than_committed(args.data, report.entries) if report.ok else None
+    if short is not None:
+        sys.stderr.write(f"benchproof: verify failed: {short}\n")
+        return 1
     if report.ok:
         print(
             f"ok: {report.entries} entries verified; root {report.root}; "
@@ -96,6 +103,24 @@ def _verify(args: argparse.Namespace) -> int:
     where = f" at position {first.position}" if first.position < 2**62 else ""
     sys.stderr.write(f"benchproof: verify failed{where}: {first.reason}{more}\n")
     return 1
+
+
+def _shorter_than_committed(root: Path, entries: int) -> str | None:
+    """Why a log that verified is still not whole: it holds fewer entries than its commits
+    reached (``<db>-committed``, ``events.stores.sqlite``): its file or -wal lost the tail."""
+    db = DataDir(root).db
+    mark = committed_path(db)
+    try:
+        text = mark.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not text.isdigit() or int(text) <= entries:
+        return None
+    return (
+        f"the log holds {entries} entries, but its commits reached {text} ({mark}): the "
+        "database or its -wal file was truncated or replaced by an older copy (what is left "
+        "verifies); restore it from a backup"
+    )
 
 
 def _key(args: argparse.Namespace) -> int:

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 import msgspec
 
 from service.app.mirror import ImportRefused, export, import_log
-from service.commands.base import Sub, add_log_key, position, read_log_key
+from service.commands.base import Sub, add_log_key, local_path, position, read_log_key
 from service.progress import Progress
 from service.tlogsource import SourceInvalid
 
@@ -35,7 +34,7 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
             "`benchproof import-log DEST` takes it into a mirror."
         ),
     )
-    p.add_argument("dest", type=Path, metavar="DEST")
+    p.add_argument("dest", type=local_path, metavar="DEST")
     p.add_argument("--start", type=position, default=0, metavar="N", help="first entry (default 0)")
     p.add_argument(
         "--end",
@@ -59,7 +58,9 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
             "`benchproof verify` checks them. Exit 1: the source does not verify (nothing taken)."
         ),
     )
-    p.add_argument("src", type=Path, nargs="?", metavar="SRC", help="an exported segment folder")
+    p.add_argument(
+        "src", type=local_path, nargs="?", metavar="SRC", help="an exported segment folder"
+    )
     p.add_argument("--server", metavar="URL", help="a server's base URL, instead of SRC")
     add_log_key(p, "a file holding the origin log's vkey (`benchproof log key` there)")
     p.set_defaults(handler=_import)

@@ -27,7 +27,7 @@ from events.entries import INTOTO_PAYLOAD_TYPE, format_instant
 from events.types import RERUN_PREDICATE_V2, RerunClaimedV2
 from keys import SigningKey, encode_envelope, load_private_key, sign_envelope
 from service.client import Client, run_path
-from service.commands.base import Sub
+from service.commands.base import Sub, local_path
 from service.commands.keys import recorded, server_option, signed_event, token_option
 from service.errors import ServiceError, UsageError
 from service.harness.contract import CONTRACT
@@ -56,14 +56,18 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
         parents=[common, server],
         help="claim pending reruns this machine can run, run the harness, post the results",
     )
-    w.add_argument("--key", required=True, type=Path, metavar="FILE", help="a rerunner key file")
+    w.add_argument(
+        "--key", required=True, type=local_path, metavar="FILE", help="a rerunner key file"
+    )
     w.add_argument(
         "--harness",
         metavar="CMD",
         default=DEFAULT_HARNESS,
         help="the harness command (default: the shipped NumPy CPU harness)",
     )
-    w.add_argument("--environment", type=Path, metavar="FILE", help="declare this environment")
+    w.add_argument(
+        "--environment", type=local_path, metavar="FILE", help="declare this environment"
+    )
     w.add_argument("--once", action="store_true", help="handle what is pending, then exit")
     w.add_argument("--samples", type=int, default=20, help="samples to ask for (default 20)")
     w.add_argument(

@@ -9,6 +9,7 @@ import os
 import secrets
 from pathlib import Path
 
+from events.stores.faults import StorageDamaged
 from service.errors import UsageError
 
 __all__ = ["TokenStore"]
@@ -27,9 +28,28 @@ class TokenStore:
         self.path = path
 
     def _load(self) -> dict[str, str]:
-        if not self.path.exists():
+        """The hashes and names.
+
+        Raises:
+            StorageDamaged: the file is not what ``create`` writes (an object of hashes to
+                names); every operator request is refused until it is restored.
+        """
+        try:
+            text = self.path.read_bytes()
+        except FileNotFoundError:
             return {}
-        data: dict[str, str] = json.loads(self.path.read_text())
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+        if not isinstance(data, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in data.items()
+        ):
+            raise StorageDamaged(
+                f"{self.path} is not a token file: restore it from a backup, or remove it and "
+                "create the tokens again",
+                path=str(self.path),
+            )
         return data
 
     def create(self, name: str) -> str:
@@ -49,7 +69,14 @@ class TokenStore:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
             json.dump(tokens, fh, indent=1, sort_keys=True)
+            fh.flush()
+            os.fsync(fh.fileno())  # on disk before it replaces the old file
         os.replace(tmp, self.path)
+        folder = os.open(self.path.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)  # and the rename with it
+        finally:
+            os.close(folder)
         return token
 
     def check(self, token: str | None) -> str | None:

@@ -1,6 +1,7 @@
-"""One canonical log line per request, with a request id (taken from ``X-Request-ID`` or new);
-``HEAD`` on every read, answered as the ``GET`` would be without its body (RFC 9110 §9.3.2);
-and the record of what each ``/v1`` read reflects, for its signed answer (``Answers``)."""
+"""One canonical log line per request, with a request id (taken from ``X-Request-ID`` or new),
+and the security headers on every answer (``SECURITY_HEADERS``); ``HEAD`` on every read,
+answered as the ``GET`` would be without its body (RFC 9110 §9.3.2); and the record of what
+each ``/v1`` read reflects, for its signed answer (``Answers``)."""
 
 from __future__ import annotations
 
@@ -21,9 +22,62 @@ from service.web.caching import ANSWERING, Answering
 if TYPE_CHECKING:
     from service.web.reads import Reader
 
-__all__ = ["HEAD_MARK", "Answers", "RequestLog", "head_as_get"]
+__all__ = [
+    "CONTENT_SECURITY_POLICY",
+    "DOCS_CONTENT_SECURITY_POLICY",
+    "HEAD_MARK",
+    "SECURITY_HEADERS",
+    "Answers",
+    "RequestLog",
+    "head_as_get",
+]
 
 HEAD_MARK = "benchproof.head"
+
+_POLICY = {
+    # Scripts only from this site's own static files: no inline script, no eval, no other host.
+    "default-src": "'self'",
+    "script-src": "'self'",
+    "style-src": "'self'",
+    "img-src": "'self' data:",
+    "font-src": "'self' data:",
+    "connect-src": "'self'",
+    "object-src": "'none'",
+    "base-uri": "'none'",
+    "form-action": "'self'",
+    "frame-ancestors": "'none'",
+}
+
+
+def _policy(**changes: str) -> bytes:
+    merged = {**_POLICY, **{name.replace("_", "-"): value for name, value in changes.items()}}
+    return "; ".join(f"{name} {value}" for name, value in merged.items()).encode()
+
+
+CONTENT_SECURITY_POLICY = _policy()
+"""The ``Content-Security-Policy`` of every answer but the API docs' page."""
+
+DOCS_CONTENT_SECURITY_POLICY = _policy(style_src="'self' 'unsafe-inline'")
+"""The API docs' page (``/schema``): Scalar's script, served from ``/static/openapi``, sets
+styles of its own as it renders (inline ``<style>`` elements and ``style`` attributes); its
+scripts are still this site's files only."""
+
+SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"x-content-type-options", b"nosniff"),
+    # Not "no-referrer": with it, browsers send "Origin: null" on the report form's POST,
+    # which the form refuses as a foreign origin.
+    (b"referrer-policy", b"strict-origin-when-cross-origin"),
+    (b"x-frame-options", b"DENY"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+)
+"""Sent with every answer, beside ``Content-Security-Policy``."""
+
+
+def _csp_for(path: str) -> bytes:
+    if path == "/schema" or path.startswith("/schema/"):
+        return DOCS_CONTENT_SECURITY_POLICY
+    return CONTENT_SECURITY_POLICY
+
 
 _PREFIX = secrets.token_hex(8)
 _COUNTER = itertools.count()
@@ -36,9 +90,10 @@ def _new_id() -> str:
 
 
 class RequestLog:
-    """Binds ``request_id`` for the request's logs and writes one line when it ends. A plain ASGI
-    wrapper (litestar's middleware base adds a layer of calls on every request for exclusion
-    rules this does not use); lifespan and websocket scopes pass through."""
+    """Binds ``request_id`` for the request's logs, writes one line when it ends, and adds the
+    request id and the security headers to the answer. A plain ASGI wrapper around the whole
+    app (not litestar middleware, which the router's own answers, such as a 404 for a path no
+    route takes, never pass through); lifespan and websocket scopes pass through."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -53,6 +108,7 @@ class RequestLog:
         request_id = headers.get(b"x-request-id", b"").decode("latin-1")[:64] or _new_id()
         structlog.contextvars.clear_contextvars()
         structlog.contextvars.bind_contextvars(request_id=request_id)
+        policy = _csp_for(scope.get("path", ""))
         start = time.perf_counter()
         status = 500
         size = 0
@@ -61,10 +117,12 @@ class RequestLog:
             nonlocal status, size
             if message["type"] == "http.response.start":
                 status = message["status"]
-                message["headers"] = [
-                    *message.get("headers", []),
-                    (b"x-request-id", request_id.encode()),
-                ]
+                sent = list(message.get("headers", []))
+                names = {name.lower() for name, _ in sent}
+                extra = [(name, value) for name, value in SECURITY_HEADERS if name not in names]
+                if b"content-security-policy" not in names:
+                    extra.append((b"content-security-policy", policy))
+                message["headers"] = [*sent, *extra, (b"x-request-id", request_id.encode())]
             elif message["type"] == "http.response.body":
                 size += len(message.get("body", b""))
             await send(message)

@@ -27,7 +27,14 @@ from litestar.openapi.spec import (
     SecurityScheme,
 )
 
-from service.web.openapi_paths import RUN, ingest_body, run_params, run_posts, run_reads
+from service.web.openapi_paths import (
+    RUN,
+    ingest_body,
+    raw_bodies,
+    run_params,
+    run_posts,
+    run_reads,
+)
 
 __all__ = ["ASSETS", "SCALAR_VERSION", "config", "document"]
 
@@ -95,7 +102,7 @@ def config() -> OpenAPIConfig:
 
 def document(schema: OpenAPI) -> None:
     """Complete the generated ``schema`` in place: each resource of the two path-catching run
-    routes as its own path, and the request body of ``POST /v1/ingest/{source}``.
+    routes as its own path, and the request bodies of the routes that read theirs raw.
 
     Raises:
         RuntimeError: a route this describes is no longer in the document (a test catches it
@@ -116,4 +123,5 @@ def document(schema: OpenAPI) -> None:
     run.get = replace(get, parameters=run_params(get, citation=False))
     run.post = None
     ingest.post = ingest_body(ingest.post)
+    raw_bodies(paths)
     schema.paths = paths

@@ -1,8 +1,8 @@
 """The paths the generated OpenAPI document cannot see (``service.web.openapi.document``
 adds them): each resource of the two path-catching run routes (``GET /v1/runs/{ref}/manifest``,
 ``…/history``, ``…/citation``; ``POST …/attestations``, ``…/reports``, ``…/reruns``) as its own
-operation, and the request body of ``POST /v1/ingest/{source}`` (a raw body litestar does not
-model)."""
+operation, and the request bodies litestar does not model because the routes read them raw
+(``POST /v1/ingest/{source}``, the signed events' envelopes)."""
 
 from __future__ import annotations
 
@@ -15,15 +15,17 @@ from litestar.openapi.spec import (
     OpenAPIType,
     Operation,
     Parameter,
+    PathItem,
     Reference,
     RequestBody,
     Schema,
 )
 
+from events.entries import EVENT_PAYLOAD_TYPE, INTOTO_PAYLOAD_TYPE
 from service.app.report import REASONS
 from service.ingest.api import SOURCES
 
-__all__ = ["RUN", "ingest_body", "run_params", "run_posts", "run_reads"]
+__all__ = ["RUN", "ingest_body", "raw_bodies", "run_params", "run_posts", "run_reads"]
 
 RUN = "/v1/runs/{ref}"
 _PROBLEM = Reference(ref="#/components/schemas/Problem")
@@ -111,18 +113,14 @@ def _body(schema: Schema) -> RequestBody:
     return RequestBody(required=True, content={"application/json": OpenAPIMediaType(schema=schema)})
 
 
-def run_posts(post: Operation) -> dict[str, Operation]:
-    envelope = Schema(
+def _envelope(payload_type: str, payload: str, description: str) -> Schema:
+    """A DSSE envelope of ``payload_type`` whose payload is ``payload``."""
+    return Schema(
         type=OpenAPIType.OBJECT,
         required=["payloadType", "payload", "signatures"],
         properties={
-            "payloadType": Schema(type=OpenAPIType.STRING, const="application/vnd.in-toto+json"),
-            "payload": Schema(
-                type=OpenAPIType.STRING,
-                description="base64 of an in-toto Statement v1 about the run (predicate"
-                " `https://benchproof.dev/attestation/v1`, schema at"
-                " `GET /schemas/attestation/v1`)",
-            ),
+            "payloadType": Schema(type=OpenAPIType.STRING, const=payload_type),
+            "payload": Schema(type=OpenAPIType.STRING, description=payload),
             "signatures": Schema(
                 type=OpenAPIType.ARRAY,
                 items=Schema(
@@ -132,7 +130,65 @@ def run_posts(post: Operation) -> dict[str, Operation]:
                 ),
             ),
         },
-        description="A DSSE envelope signed by the attester's registered key",
+        description=description,
+    )
+
+
+def _event(name: str, signer: str) -> Schema:
+    return _envelope(
+        EVENT_PAYLOAD_TYPE,
+        f"base64 of the `{name}` event (canonical JSON)",
+        f"A DSSE envelope signed by {signer}",
+    )
+
+
+def raw_bodies(paths: dict[str, PathItem]) -> None:
+    """Document, in place, the bodies of the POST routes that read their body raw (so that
+    litestar cannot see it): key challenges and registrations, revocations, withdrawals,
+    rerun claims and results, citation checks."""
+    bodies = {
+        "/v1/keys/challenges": Schema(
+            type=OpenAPIType.OBJECT,
+            required=["keyId"],
+            properties={"keyId": _TEXT},
+            description="The key id (`ed25519:` and the SHA-256 of its public key) to register",
+        ),
+        "/v1/keys": _event("key.registered.v1", "the key it registers, naming its challenge"),
+        "/v1/keys/{key_id}/revocation": Schema(
+            one_of=[
+                _event("key.revoked.v1", "the key it revokes"),
+                Schema(
+                    type=OpenAPIType.OBJECT,
+                    properties={"reason": _TEXT},
+                    description="An operator's revocation (with a bearer token)",
+                ),
+            ]
+        ),
+        "/v1/attestations/{attestation_id}/withdrawal": _event(
+            "attestation.withdrawn.v1", "the key that signed the attestation"
+        ),
+        "/v1/reruns/{request_id}/claim": _event("rerun.claimed.v1", "a rerunner's key"),
+        "/v1/reruns/{request_id}/result": _envelope(
+            INTOTO_PAYLOAD_TYPE,
+            "base64 of an in-toto Statement v1 with the rerun's measurement",
+            "A DSSE envelope signed by the rerunner's key that holds the claim",
+        ),
+        "/v1/citations/verify": Schema(
+            type=OpenAPIType.OBJECT, description="A citation receipt, as `benchproof cite` saves it"
+        ),
+    }
+    for path, schema in bodies.items():
+        item = paths.get(path)
+        if item is not None and item.post is not None and item.post.request_body is None:
+            item.post = replace(item.post, request_body=_body(schema))
+
+
+def run_posts(post: Operation) -> dict[str, Operation]:
+    envelope = _envelope(
+        INTOTO_PAYLOAD_TYPE,
+        "base64 of an in-toto Statement v1 about the run (predicate"
+        " `https://benchproof.dev/attestation/v1`, schema at `GET /schemas/attestation/v1`)",
+        "A DSSE envelope signed by the attester's registered key",
     )
     report = Schema(
         type=OpenAPIType.OBJECT,

@@ -7,6 +7,7 @@ detail only (RFC 9457's security considerations).
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 import msgspec
@@ -17,7 +18,21 @@ from litestar.plugins.problem_details import (
     ProblemDetailsPlugin,
 )
 
-from events.errors import CanonicalizationError, EventError, InvalidManifest, LogError, ProofError
+from events.errors import (
+    CanonicalizationError,
+    EventError,
+    InvalidManifest,
+    LogCorrupted,
+    LogError,
+    ProofError,
+)
+from events.stores.faults import (
+    StorageDamaged,
+    StorageFault,
+    StorageFull,
+    StorageReadOnly,
+    storage_fault,
+)
 from events.tiles import LeafTooLarge
 from keys import KeyringError, UnknownKey, VerificationError
 from projections.errors import (
@@ -111,6 +126,15 @@ PROBLEMS: dict[type[Exception], ProblemSpec] = {
     LeafTooLarge: ProblemSpec(
         f"{BASE}/entry-too-large", "The entry is too large (over 65,535 bytes)", 413
     ),
+    # The storage under the log failed (issue 18): the one place a 5xx is the right answer,
+    # with a detail that says what happened (no path) and that nothing was recorded.
+    StorageFull: ProblemSpec(f"{BASE}/storage-full", "The server's disk is full", 507),
+    StorageReadOnly: ProblemSpec(
+        f"{BASE}/storage-read-only", "The log's storage is read-only", 503
+    ),
+    StorageDamaged: ProblemSpec(f"{BASE}/storage-damaged", "The log's database is damaged", 503),
+    LogCorrupted: ProblemSpec(f"{BASE}/storage-damaged", "The log's database is damaged", 503),
+    StorageFault: ProblemSpec(f"{BASE}/storage-failed", "The log's storage failed", 503),
     LogError: ProblemSpec(f"{BASE}/log-error", "The log refused the request", 400),
     EventError: ProblemSpec(f"{BASE}/invalid-event", "The event is invalid", 422),
     UnknownKey: ProblemSpec(f"{BASE}/unknown-key", "Signing key is not known", 422),
@@ -240,6 +264,16 @@ def to_problem(exc: Exception) -> ProblemDetailsException:
     headers = {"WWW-Authenticate": 'Bearer realm="benchproof"'} if spec.status == 401 else None
     if isinstance(exc, RateLimited):
         headers = {"Retry-After": str(max(1, int(details["retry_after"])))}
+    if isinstance(exc, LogCorrupted | StorageFault):
+        # Said to anyone, so without the server's paths; nothing of the request was recorded.
+        public = exc.public if isinstance(exc, StorageFault) else StorageDamaged.public
+        return ProblemDetailsException(
+            type_=spec.type_uri,
+            title=spec.title,
+            status_code=spec.status,
+            detail=public,
+            headers={"Retry-After": "30"} if spec.status != 500 else None,
+        )
     if spec.status >= 500:
         return ProblemDetailsException(
             type_=spec.type_uri,
@@ -281,9 +315,19 @@ def http_problem(exc: HTTPException) -> ProblemDetailsException:
     )
 
 
+def storage_problem(exc: Exception) -> ProblemDetailsException:
+    """A database or file-system error that escaped the store (a projection's query, the
+    rate limits' or the key challenges' database): the storage fault it is (full, read-only,
+    damaged), else a plain 500 problem."""
+    fault = storage_fault(exc, None)
+    return to_problem(fault if fault is not None else exc)
+
+
 def plugin() -> ProblemDetailsPlugin:
     roots: tuple[type[Exception], ...] = (EventError, KeyringError, ProjectionError, ServiceError)
     mapping: dict[type[Exception], Any] = {root: to_problem for root in roots}
+    mapping[sqlite3.Error] = storage_problem
+    mapping[OSError] = storage_problem
     mapping[ValidationException] = invalid_request
     return ProblemDetailsPlugin(
         ProblemDetailsConfig(

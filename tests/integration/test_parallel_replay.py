@@ -126,7 +126,7 @@ def test_a_malformed_leaf_is_named_as_the_plain_rebuild_names_it(ledger: Ledger)
 def test_a_worker_that_cannot_read_the_log_is_an_error(tmp_path: Path) -> None:
     unreadable = tmp_path / "folder.db"  # there, but SQLite cannot open it
     unreadable.mkdir()
-    with pytest.raises(LogError, match="a rebuild worker failed: OperationalError"):
+    with pytest.raises(LogError, match=r"cannot use .*folder\.db: disk I/O error"):
         rebuild_sharded(unreadable, 3, tmp_path, workers=2)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 from litestar import Request, Response, get, post
-from litestar.params import FromPath, JSONBody, RawBody
+from litestar.params import FromPath, RawBody
 
 from service.app import keyadmin, keylist, keys
 from service.state import Challenge
@@ -30,12 +30,6 @@ _ENC = msgspec.json.Encoder()
 _LIMITED = {429: problem("Over a rate limit (Retry-After says when to try again)")}
 
 
-class ChallengeRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """The key a challenge is for: its id, hex SHA-256 of the raw Ed25519 public key."""
-
-    keyId: str
-
-
 @post(
     "/v1/keys/challenges",
     tags=["keys"],
@@ -47,12 +41,12 @@ def challenge(
     request: Request[Any, Any, Any],
     ledger: LedgerDep,
     gate: GateDep,
-    data: JSONBody[ChallengeRequest],
+    body: RawBody,
 ) -> Challenge:
-    """A registration challenge bound to ``keyId``: sign it into the registration within five
-    minutes; it can be used once."""
+    """A registration challenge bound to ``keyId`` (the body: ``{"keyId"}``): sign it into the
+    registration within five minutes; it can be used once."""
     gate.quota(request).anonymous()
-    return keys.issue_challenge(ledger, data.keyId)
+    return keys.issue_challenge(ledger, keys.challenge_key(body))
 
 
 @post(

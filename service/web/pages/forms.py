@@ -13,14 +13,13 @@ refused (403). A client with no ``Origin`` (curl, the CLI) is a direct caller an
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
-from urllib.parse import quote, urlsplit
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlsplit
 
 import msgspec
 from litestar import Request, post
-from litestar.enums import RequestEncodingType
 from litestar.exceptions import PermissionDeniedException
-from litestar.params import Body, FromPath
+from litestar.params import FromPath, RawBody
 from litestar.response import Redirect
 
 from service.app import report
@@ -39,6 +38,24 @@ class ReportForm(msgspec.Struct, frozen=True):
     reason: str
     text: str
 
+    @classmethod
+    def parse(cls, body: bytes) -> ReportForm:
+        """The form from its URL-encoded ``body``, read strictly: UTF-8 throughout (percent
+        escapes included: a browser never sends anything else, and replacement characters
+        would put in the log a text nobody wrote), each of the two fields exactly once.
+
+        Raises:
+            InvalidReport: otherwise.
+        """
+        try:
+            pairs = parse_qsl(body.decode(), keep_blank_values=True, errors="strict")
+        except UnicodeDecodeError as exc:
+            raise report.InvalidReport("the report form is not UTF-8 text") from exc
+        fields = dict(pairs)
+        if len(fields) != len(pairs) or set(fields) != {"reason", "text"}:
+            raise report.InvalidReport("the report form has one reason and one text")
+        return cls(fields["reason"], fields["text"])
+
 
 def _same_origin(request: Request[Any, Any, Any]) -> bool:
     """Whether the request comes from one of this site's pages, or from no browser page at all
@@ -56,14 +73,15 @@ def report_form(
     reader: ReaderDep,
     gate: GateDep,
     ref: FromPath[Path],
-    data: Annotated[ReportForm, Body(media_type=RequestEncodingType.URL_ENCODED)],
+    body: RawBody,
 ) -> Redirect:
     """File the form's report on the run ``ref`` names; 303 to the run page's reports.
 
     Raises:
         NotFound: the path is not ``/runs/{ref}/reports``.
         PermissionDeniedException: the form was posted from another site's page.
-        InvalidReport: an unknown reason, or a text over ``report.MAX_TEXT_BYTES``.
+        InvalidReport: not a form of one reason and one text in UTF-8, an unknown reason, or
+            a text over ``report.MAX_TEXT_BYTES``.
         UnknownRun, AmbiguousRun: ``ref``.
         RateLimited: the client address is over its limit (counted as the JSON API's reports).
     """
@@ -73,8 +91,9 @@ def report_form(
     if not _same_origin(request):
         raise PermissionDeniedException("a report form is posted from this site's own pages")
     run = text.removesuffix(_SUFFIX)
-    body = msgspec.json.encode({"reason": data.reason, "text": data.text})
+    data = ReportForm.parse(body)
+    filed = msgspec.json.encode({"reason": data.reason, "text": data.text})
     gate.quota(request).anonymous()
-    report.file_report(ledger, run, body)
+    report.file_report(ledger, run, filed)
     reader.invalidate()
     return Redirect(f"/runs/{quote(run, safe=':/')}#report", status_code=303)
