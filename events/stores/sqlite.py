@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -50,6 +51,10 @@ from events.tiles import MAX_LEAF, LeafTooLarge
 __all__ = ["CHUNK", "COMMITTED_SUFFIX", "SqliteLog", "committed_path", "write_committed"]
 
 CHUNK = 1024
+
+BUSY_WAIT = 5.0
+"""Seconds a writer tries again to begin while SQLite answers busy without waiting."""
+_SQLITE_BUSY = 5  # its primary result code (the extended ones share the low byte)
 
 COMMITTED_SUFFIX = "-committed"
 """Beside the database, ``<db>-committed`` holds the log size the last commit reached (written
@@ -255,6 +260,25 @@ class SqliteLog(SqliteReads):
         with _storage(self.path), self._transaction() as conn:
             yield conn
 
+    def _begin(self) -> None:
+        """``BEGIN IMMEDIATE``, again after a pause while SQLite answers busy without waiting,
+        for ``BUSY_WAIT`` seconds at most. It skips its busy handler (waiting could deadlock)
+        when this connection has a read open, from another thread, while another connection
+        (the key challenges', a replay's) holds the database's write lock; nothing is begun
+        then, and the other's write ends soon."""
+        deadline = time.monotonic() + BUSY_WAIT
+        pause = 0.001
+        while True:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                code = getattr(exc, "sqlite_errorcode", 0)
+                if code & 0xFF != _SQLITE_BUSY or time.monotonic() + pause > deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
@@ -266,7 +290,7 @@ class SqliteLog(SqliteReads):
                 raise LogError("this handle on the log is read-only")
             writers.acquire()
             try:
-                self._conn.execute("BEGIN IMMEDIATE")
+                self._begin()
             except BaseException:
                 writers.release()
                 raise

@@ -81,11 +81,16 @@ class Overview(NamedTuple):
     entries: list[EntryHeader]
 
 
-def latest_checkpoint(ledger: Ledger) -> SignedCheckpoint:
+def latest_checkpoint(ledger: Ledger, *, log: LogReader | None = None) -> SignedCheckpoint:
     """The latest signed checkpoint, covering every committed entry: signed on the spot if the
     log has outgrown the latest one (another process appended, or none was signed yet). A
     mirror signs nothing: it answers the origin's note it took last, byte for byte (an import
     commits the entries and that note together, so it covers them).
+
+    With ``log`` (a read-only handle: a server's reads), the usual answer is read there, and
+    never waits for the writer: every commit signs its checkpoint in its own transaction, so
+    the latest one read in one snapshot covers that snapshot. Only a log that another writer
+    grew without signing goes to the store, to sign.
 
     Raises:
         NotFound: a mirror that holds no checkpoint (it cannot happen after an import).
@@ -97,6 +102,10 @@ def latest_checkpoint(ledger: Ledger) -> SignedCheckpoint:
         if taken is None:
             raise NotFound(f"the mirror of {ledger.mirror.origin} holds no checkpoint yet")
         return taken
+    if log is not None:
+        latest = log.latest_checkpoint()
+        if latest is not None and latest.size == log.size:
+            return latest
     latest = store.latest_checkpoint()
     if latest is None or latest.size != store.refresh():
         latest = store.publish_checkpoint(ledger.signers.sign_checkpoint, ledger.clock())
@@ -110,7 +119,7 @@ def checkpoint(
     a past size, the latest signed at or below it, read from ``log`` (default: the ledger's
     store), or None if there is none."""
     if as_of is None:
-        return latest_checkpoint(ledger)
+        return latest_checkpoint(ledger, log=log)
     return (ledger.store if log is None else log).checkpoint_at_or_below(as_of)
 
 

@@ -78,10 +78,11 @@ def _etag(body: bytes) -> str:
     return '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
 
 
-def checkpoint_note(ledger: Ledger) -> bytes:
+def checkpoint_note(ledger: Ledger, *, log: LogReader | None = None) -> bytes:
     """The latest signed checkpoint note, the bytes ``GET /v1/log/checkpoint`` answers (signed
-    on the spot if the log has outgrown the latest one)."""
-    return latest_checkpoint(ledger).note
+    on the spot if the log has outgrown the latest one; read through ``log`` if given, see
+    ``latest_checkpoint``)."""
+    return latest_checkpoint(ledger, log=log).note
 
 
 def least_size(tile: Tile) -> int:

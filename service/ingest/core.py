@@ -127,6 +127,27 @@ def commit(
     """Resolve, deduplicate and append a plan in one transaction (a re-run appends nothing for
     what is already there). ``expect`` hears how many entries are about to be written, then
     ``progress`` of each chunk written."""
+    # What the log holds is read, and the new entries appended, in one transaction with the
+    # writers' lock held throughout: two imports of one run at once append it once (the second
+    # reads the first's entries), and no read shares the writer's connection with another
+    # thread's commit.
+    with ledger.store.transaction():
+        return _commit(ledger, plan, progress=progress or _ignore, expect=expect)
+
+
+def _ignore(_: int) -> None:
+    pass
+
+
+def _commit(
+    ledger: Ledger,
+    plan: Plan,
+    *,
+    progress: Callable[[int], None],
+    expect: Callable[[int], None] | None,
+) -> IngestResult:
+    """``commit`` inside its transaction (``progress`` given: the append nests in it rather
+    than waiting for the group commit's turn, which this transaction holds)."""
     conn = ledger.store.session
     result = IngestResult()
     in_plan: dict[str, Checked] = {}

@@ -89,6 +89,7 @@ from service.app.reruns import (
 from service.app.tiles import BadTilePath, TileNotFound
 from service.errors import InvalidInput, MirrorReadOnly, NotFound, ServiceError, UsageError
 from service.limits import RateLimited
+from service.logs import get_logger
 from service.receipts import ReceiptInvalid
 from service.state import ChallengeExpired, ChallengeForeign, ChallengeUnknown, ChallengeUsed
 
@@ -251,14 +252,23 @@ PROBLEMS: dict[type[Exception], ProblemSpec] = {
 }
 FALLBACK = ProblemSpec("about:blank", "Internal Server Error", 500)
 
+_log = get_logger("benchproof.http")
+
 
 def _jsonable(value: object) -> Any:
     return msgspec.to_builtins(value, str_keys=True)
 
 
 def to_problem(exc: Exception) -> ProblemDetailsException:
-    """The problem details of a domain error (looked up along its class hierarchy)."""
+    """The problem details of a domain error (looked up along its class hierarchy). A 5xx is
+    logged with its traceback (the answer only names the request id): a fault of the storage
+    as a warning with its detail, which names the file; anything else as an error."""
     spec = next((PROBLEMS[c] for c in type(exc).__mro__ if c in PROBLEMS), FALLBACK)
+    if spec.status >= 500:
+        if isinstance(exc, LogCorrupted | StorageFault):
+            _log.warning("request.storage_fault", detail=getattr(exc, "detail", str(exc)))
+        else:
+            _log.error("request.failed", exc_info=exc)
     detail = getattr(exc, "detail", str(exc))
     details = getattr(exc, "details", {})
     headers = {"WWW-Authenticate": 'Bearer realm="benchproof"'} if spec.status == 401 else None

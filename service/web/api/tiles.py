@@ -89,10 +89,12 @@ def _answer(
         )
     },
 )
-async def checkpoint(request: Request[Any, Any, Any], ledger: LedgerDep) -> Response[bytes]:
+async def checkpoint(
+    request: Request[Any, Any, Any], ledger: LedgerDep, reader: ReaderDep
+) -> Response[bytes]:
     """The latest signed checkpoint note, the same bytes as ``/v1/log/checkpoint``: the tree
     whose tiles ``/tile/…`` serves (C2SP tlog-tiles). Cacheable for 5 seconds."""
-    note = tiles.checkpoint_note(ledger)
+    note = tiles.checkpoint_note(ledger, log=reader.log)
     headers = [(b"cache-control", CHECKPOINT), (b"content-type", b"text/plain; charset=utf-8")]
     return _answer(request, note, etag_of(note), headers)
 

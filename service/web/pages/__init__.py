@@ -44,7 +44,7 @@ def error_page(request: Request[Any, Any, Any], exc: Exception) -> Template:
     else:
         problem = to_problem(exc)
         status, title, detail = problem.status_code, str(problem.title), str(problem.detail)
-    if status >= 500:
+    if status >= 500 and isinstance(exc, HTTPException):  # ``to_problem`` logs the others
         _log.error("page.failed", path=request.url.path, exc_info=exc)
     context = {
         "status": status,

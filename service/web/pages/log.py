@@ -60,7 +60,7 @@ def covering(ledger: Ledger, reader: LogReader, size: int) -> SignedCheckpoint |
     for signed in reader.checkpoints():
         if signed.size >= size:
             return signed
-    return log.latest_checkpoint(ledger)
+    return log.latest_checkpoint(ledger, log=reader)
 
 
 @get("/log", include_in_schema=False, sync_to_thread=True)

@@ -1,0 +1,455 @@
+"""Issue 18, Deliver 2 (crashes): SIGKILL at random moments, then nothing acknowledged is lost.
+
+- ``benchproof serve`` under mixed write traffic (``traffic.Traffic``), killed (its whole process
+  group) at a random moment, restarted, again and again: after each restart the latest signed
+  checkpoint covers every entry, ``benchproof verify`` and ``benchproof replay`` pass, every
+  write that was acknowledged is in the log exactly once (at the index its answer named), those
+  whose answer was lost are there at most once, every ingest batch is whole, and nothing else
+  was appended.
+- ``benchproof ingest`` of a large corpus (FULL: the KernelIndex catalog, 8,718 entries in one
+  transaction; FAST: Liger-Kernel's main benchmark CSV), killed while it plans or while it writes
+  (when its WAL is growing): the log holds none of the batch or all of it, verifies, and the
+  same import run again completes and then appends nothing.
+- ``benchproof replay``, killed mid-way: the data directory still verifies and serves, and a new
+  replay passes with the same projection digests as before (and removes what the killed one
+  left behind).
+- ``benchproof rerun-worker``, killed before, during or after its harness: the lease runs out,
+  another rerunner's worker is refused until then and takes the request afterwards, exactly one
+  result is recorded per request, and the log verifies.
+
+(``tests/integration/test_crash.py`` kills an in-process appender; these kill the real
+commands.)"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import random
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from keys import generate_key_file
+from service.harness.environment import detect
+from tests.corpora import CATALOG, corpus
+from tests.reliability.conftest import prepare
+from tests.reliability.report import (
+    record_note,
+    record_rounds,
+    record_server_errors,
+    record_writes,
+    scale,
+)
+from tests.reliability.traffic import (
+    Server,
+    Traffic,
+    audit,
+    checkpoint_covers,
+    cpu_bundle,
+    grant_rerunner,
+    log_size,
+    register_key,
+)
+from tests.servers import SCRIPT, run_cli
+
+SERVER_ROUNDS = scale(2, 24)
+INGEST_ROUNDS = scale(1, 5)
+REPLAY_ROUNDS = scale(1, 4)
+WORKER_ROUNDS = scale(1, 3)
+_DIGEST_LINE = re.compile(r"^\s+(p_\w+)\s+([0-9a-f]{64})$", re.M)
+
+
+def _cli_ok(*args: object) -> str:
+    done = run_cli(*args)
+    assert done.returncode == 0, f"benchproof {args[0]}: {done.stdout}{done.stderr}"
+    return done.stdout
+
+
+def _digests(replay_output: str) -> dict[str, str]:
+    found = dict(_DIGEST_LINE.findall(replay_output))
+    assert found, replay_output
+    return found
+
+
+def _healthy(url: str, db: Path) -> list[str]:
+    """What is wrong with a freshly started server over ``db``: its checkpoint and tree size
+    must be the log's, and the latest checkpoint must cover every entry."""
+    problems = []
+    size = log_size(db)
+    health = httpx.get(f"{url}/healthz", timeout=30).json()
+    note = httpx.get(f"{url}/v1/log/checkpoint", timeout=30).text.splitlines()
+    if health["treeSize"] != size or int(note[1]) != size:
+        problems.append(f"served size {health['treeSize']}, checkpoint {note[1]}, log {size}")
+    covered = checkpoint_covers(db)
+    if covered is not None:
+        problems.append(covered)
+    return problems
+
+
+def test_sigkill_of_the_server_under_write_traffic(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    db = data / "benchproof.db"
+    token = prepare(data)
+    server = Server(data, log=tmp_path / "serve.log")
+    traffic = Traffic(token, seed=1802, timeout=10, write_share=0.8)
+    rng = random.Random(1802)
+    failed: list[str] = []
+    survived = 0
+    try:
+        url = server.start()
+        since = traffic.setup(url, keys=scale(4, 8))
+        for round_ in range(SERVER_ROUNDS):
+            kill_after = rng.uniform(0.05, scale(1.0, 1.5))
+            traffic.run(
+                url, clients=8, seconds=kill_after + 5, kill=server.kill, kill_after=kill_after
+            )
+            server.reap()
+            covered = checkpoint_covers(db)  # as the kill left it, before any restart
+            url = server.start()
+            problems = ([covered] if covered else []) + _healthy(url, db)
+            for command in ("verify", "replay"):
+                done = run_cli(command, "--data", data)
+                if done.returncode != 0:
+                    problems.append(f"{command}: {done.stdout[-500:]}{done.stderr[-500:]}")
+            found = audit(db, traffic.writes, since)
+            problems += found.problems
+            if problems:
+                failed.append(f"round {round_} (killed after {kill_after:.2f} s): {problems[:5]}")
+            else:
+                survived += 1
+    finally:
+        server.stop()
+    found = audit(db, traffic.writes, since)
+    outcomes = {o: sum(1 for w in traffic.writes if w.outcome == o) for o in ("acked", "unknown")}
+    record_rounds(
+        "crashes: SIGKILL of serve under write traffic", rounds=SERVER_ROUNDS, survived=survived
+    )
+    record_writes(
+        "crashes: serve killed under traffic",
+        attempted=found.attempted,
+        acknowledged=found.acknowledged,
+        found=found.found,
+    )
+    record_server_errors("crashes: serve killed under traffic", traffic.server_errors())
+    record_note(
+        "crashes",
+        f"serve killed {SERVER_ROUNDS} times: {outcomes['acked']} writes acknowledged, "
+        f"{outcomes['unknown']} lost their answer to the kill ({found.unknown_landed} of them "
+        f"had landed, once each); the log grew to {log_size(db)} entries",
+    )
+    assert not failed, failed
+    assert traffic.server_errors() == 0, traffic.latency_rows()
+    assert found.found == found.acknowledged > 0
+    assert not found.problems, found.problems[:10]
+
+
+def _killed_ingest(
+    data: Path, source: str, path: Path, rng: random.Random, *, mid_write: bool
+) -> str:
+    """Start ``benchproof ingest``, SIGKILL it (while it writes: once its WAL has grown by a
+    random amount; else at a random moment) and say when."""
+    wal = data / "benchproof.db-wal"
+    start_wal = wal.stat().st_size if wal.exists() else 0
+    proc = subprocess.Popen(
+        [str(SCRIPT), "ingest", source, str(path), "--data", str(data)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    started = time.monotonic()
+    threshold = rng.uniform(64 * 1024, scale(2, 8) * 1024 * 1024)
+    moment = rng.uniform(0.2, 2.0)
+    while proc.poll() is None:
+        elapsed = time.monotonic() - started
+        grown = (wal.stat().st_size if wal.exists() else 0) - start_wal
+        if (mid_write and grown > threshold) or (not mid_write and elapsed > moment):
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return f"killed after {elapsed:.2f} s, WAL grown by {grown / 1e6:.1f} MB"
+        time.sleep(0.002)
+    return f"finished before the kill (exit {proc.returncode})"
+
+
+@pytest.fixture(scope="module")
+def ingested(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data directory the ingest test leaves behind: the corpus ingested in full."""
+    return tmp_path_factory.mktemp("ingest-kill")
+
+
+def _corpus() -> tuple[str, Path]:
+    if scale(False, True):
+        return "kernelindex-catalog", corpus(*CATALOG)
+    return "liger", corpus("liger-kernel-bench", "all_benchmark_data.csv")
+
+
+def test_sigkill_of_ingest_leaves_whole_batches(ingested: Path) -> None:
+    source, path = _corpus()
+    rng = random.Random(1803)
+    failed: list[str] = []
+    survived = 0
+    full_size: int | None = None
+    moments = []
+    data = ingested / "data"
+    for round_ in range(INGEST_ROUNDS):
+        data = ingested / f"data-{round_}"
+        _cli_ok("init", "--data", data)
+        db = data / "benchproof.db"
+        before = log_size(db)
+        when = _killed_ingest(data, source, path, rng, mid_write=round_ % 4 != 3)
+        moments.append(when)
+        problems = []
+        after_kill = log_size(db)
+        done = run_cli("verify", "--data", data)
+        if done.returncode != 0:
+            problems.append(f"verify after the kill: {done.stdout[-400:]}")
+        covered = checkpoint_covers(db)
+        if covered is not None:
+            problems.append(covered)
+        again = run_cli("ingest", source, path, "--data", data)
+        if again.returncode != 0:
+            problems.append(f"the ingest again: {again.stderr[-400:]}")
+        complete = log_size(db)
+        full_size = complete if full_size is None else full_size
+        if complete != full_size:
+            problems.append(f"the completed import holds {complete} entries, not {full_size}")
+        if after_kill not in (before, complete):
+            problems.append(f"half a batch: {after_kill} entries after the kill ({when})")
+        if scale(round_ == 0, True):  # the same import once more appends nothing
+            third = run_cli("ingest", source, path, "--data", data)
+            if third.returncode or "nothing new" not in third.stdout or log_size(db) != complete:
+                problems.append(f"a third import appended: {third.stdout[-300:]}")
+        if problems:
+            failed.append(f"round {round_} ({when}): {problems}")
+        else:
+            survived += 1
+    os.replace(data, ingested / "data")
+    record_rounds(f"crashes: SIGKILL of ingest {source}", rounds=INGEST_ROUNDS, survived=survived)
+    record_note("crashes", f"ingest {source} ({full_size} entries) " + "; ".join(moments))
+    assert not failed, failed
+    started = time.monotonic()
+    replay = run_cli("replay", "--data", ingested / "data")
+    assert replay.returncode == 0, replay.stdout[-1000:]
+    _REFERENCE.append((_digests(replay.stdout), time.monotonic() - started))
+
+
+_REFERENCE: list[tuple[dict[str, str], float]] = []
+"""The projection digests of the ingest test's data directory as its last replay gave them,
+and the seconds that replay took."""
+
+
+def test_sigkill_of_replay_changes_nothing(ingested: Path) -> None:
+    data = ingested / "data"
+    if not data.exists():  # the ingest test did not run (-k): a small log of the corpus
+        source, path = _corpus()
+        _cli_ok("init", "--data", data)
+        _cli_ok("ingest", source, path, "--data", data)
+    if not _REFERENCE:
+        started = time.monotonic()
+        _REFERENCE.append((_digests(_cli_ok("replay", "--data", data)), time.monotonic() - started))
+    reference, took = _REFERENCE[-1]
+    rng = random.Random(1804)
+    failed: list[str] = []
+    survived = 0
+    for round_ in range(REPLAY_ROUNDS):
+        proc = subprocess.Popen(
+            [str(SCRIPT), "replay", "--data", str(data)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        moment = rng.uniform(0.3, 0.9) * took
+        time.sleep(moment)
+        finished = proc.poll() is not None
+        if not finished:
+            os.killpg(proc.pid, signal.SIGKILL)  # the replay and any rebuild workers it forked
+        proc.wait()
+        left = sorted(p.name for p in data.glob(".scratch-*"))
+        problems = []
+        done = run_cli("verify", "--data", data)
+        if done.returncode != 0:
+            problems.append(f"verify: {done.stdout[-400:]}")
+        server = Server(data, log=ingested / "serve.log")
+        try:
+            url = server.start()
+            problems += _healthy(url, data / "benchproof.db")
+            runs = httpx.get(f"{url}/v1/runs?limit=5", timeout=30)
+            if runs.status_code != 200 or not runs.json()["items"]:
+                problems.append(f"GET /v1/runs: {runs.status_code}")
+        finally:
+            server.stop()
+        replay = run_cli("replay", "--data", data)
+        if replay.returncode != 0:
+            problems.append(f"replay: {replay.stdout[-400:]}")
+        elif _digests(replay.stdout) != reference:
+            problems.append("the projection digests changed")
+        if list(data.glob(".scratch-*")):
+            problems.append(f"scratch folders stay: {list(data.glob('.scratch-*'))}")
+        what = f"round {round_}: {'finished' if finished else f'killed at {moment:.2f} s'}"
+        what += f", left {left}" if left else ""
+        if problems:
+            failed.append(f"{what}: {problems}")
+        else:
+            survived += 1
+    record_rounds("crashes: SIGKILL of replay", rounds=REPLAY_ROUNDS, survived=survived)
+    assert not failed, failed
+
+
+_HARNESS = """
+import json, os, sys, time
+from service.harness.environment import detect
+bundle = json.load(sys.stdin)
+with open(sys.argv[2], "w") as out:
+    out.write(str(os.getpid()))
+time.sleep(float(sys.argv[1]))
+reported = bundle["manifests"]["run"]["spec"]["timing"]["latencyNs"]["median"]
+print(json.dumps({
+    "contract": "benchproof-harness/v1",
+    "samplesNs": [reported] * max(20, bundle["minSamples"]),
+    "correctness": {"passed": True, "detail": "reliability harness"},
+    "environment": detect(),
+    "harness": {"name": "reliability", "version": "1"},
+}))
+"""
+
+
+def _worker(url: str, key: Path, harness: str, *, lease: float) -> subprocess.Popen[bytes]:
+    options = {
+        "--server": url,
+        "--key": key,
+        "--lease": lease,
+        "--poll": 0.2,
+        "--time-limit": 60,
+        "--harness": harness,
+    }
+    command = [SCRIPT, "rerun-worker", "--once", *(x for kv in options.items() for x in kv)]
+    return subprocess.Popen(
+        [str(c) for c in command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+
+
+def _state(url: str, request: str) -> str:
+    for state in ("pending", "claimed", "completed"):
+        items = httpx.get(f"{url}/v1/reruns?state={state}&limit=1000", timeout=30).json()["items"]
+        if any(item["requestId"] == request for item in items):
+            return state
+    return "unknown"
+
+
+def _results(db: Path, request: str) -> int:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        rows = conn.execute(
+            "SELECT leaf FROM entries WHERE type LIKE 'rerun.completed%'"
+        ).fetchall()
+    finally:
+        conn.close()
+    return sum(
+        1
+        for (leaf,) in rows
+        if request.encode() in base64.b64decode(json.loads(leaf)["envelope"]["payload"])
+    )
+
+
+def test_sigkill_of_the_rerun_worker(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    token = prepare(data)
+    bundle = cpu_bundle("reliability-cpu-1", detect(), 250_000)
+    bundle_file = tmp_path / "cpu.json"
+    bundle_file.write_text(json.dumps(bundle))
+    _cli_ok("ingest", "manifest", bundle_file, "--data", data)
+    script = tmp_path / "harness.py"
+    script.write_text(_HARNESS)
+    lease = scale(2.5, 4.0)
+    rng = random.Random(1805)
+    server = Server(data, log=tmp_path / "serve.log")
+    failed: list[str] = []
+    survived = 0
+    try:
+        url = server.start()
+        run = httpx.get(f"{url}/v1/runs/reliability:reliability-cpu-1", timeout=30).json()
+        keys = []
+        for name in ("killed-worker", "second-worker"):
+            path = tmp_path / f"{name}.key"
+            key = generate_key_file(path)
+            register_key(url, key, name)
+            grant_rerunner(url, token, key.key_id)
+            keys.append(path)
+        for round_ in range(WORKER_ROUNDS):
+            asked = httpx.post(
+                f"{url}/v1/runs/{run['runDigest']}/reruns",
+                json={"reason": f"reliability round {round_}"},
+                headers={"authorization": f"Bearer {token}"},
+                timeout=30,
+            )
+            assert asked.status_code == 201, asked.text
+            request = asked.json()["id"]
+            pidfile = tmp_path / f"harness-{round_}.pid"
+            phase = ("in the harness", "before the harness", "after the harness")[round_ % 3]
+            sleep = 0.1 if phase == "after the harness" else 20.0
+            harness = f"{sys.executable} {script} {sleep} {pidfile}"
+            worker = _worker(url, keys[0], harness, lease=lease)
+            if phase == "before the harness":
+                time.sleep(rng.uniform(0.0, 0.5))
+            else:
+                deadline = time.monotonic() + 30
+                while not pidfile.exists() and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                time.sleep(rng.uniform(0.0, 0.3) if phase == "in the harness" else 0.3)
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.communicate()
+            if pidfile.exists():  # the harness runs in its own group, as the worker started it
+                pid = pidfile.read_text()
+                if pid:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(int(pid), signal.SIGKILL)
+            problems = []
+            state = _state(url, request)
+            size = log_size(data / "benchproof.db")
+            if state == "claimed":  # the killed worker's lease holds it: another is refused
+                early = _worker(url, keys[1], f"{sys.executable} {script} 0 {pidfile}", lease=30)
+                _, err = early.communicate(timeout=120)  # it sees nothing pending
+                if log_size(data / "benchproof.db") != size or _state(url, request) != "claimed":
+                    problems.append(f"a second worker took a leased request: {err[-300:]!r}")
+                deadline = time.monotonic() + lease + 10
+                while _state(url, request) == "claimed" and time.monotonic() < deadline:
+                    time.sleep(0.2)
+            state_after = _state(url, request)
+            if state_after == "pending":
+                finish = _worker(url, keys[1], f"{sys.executable} {script} 0 {pidfile}", lease=30)
+                _, err = finish.communicate(timeout=120)
+                if finish.returncode != 0:
+                    problems.append(f"the second worker failed: {err[-300:]!r}")
+            elif state_after != "completed":
+                problems.append(f"the request is {state_after} after the lease ran out")
+            again = _worker(url, keys[1], f"{sys.executable} {script} 0 {pidfile}", lease=30)
+            again.communicate(timeout=120)
+            results = _results(data / "benchproof.db", request)
+            if _state(url, request) != "completed" or results != 1:
+                problems.append(f"{results} results recorded for the request")
+            problems += _healthy(url, data / "benchproof.db")
+            verify = run_cli("verify", "--data", data)
+            if verify.returncode != 0:
+                problems.append(f"verify: {verify.stdout[-400:]}")
+            what = f"round {round_}: killed {phase}, the request was {state}"
+            if problems:
+                failed.append(f"{what}: {problems}")
+            else:
+                survived += 1
+    finally:
+        server.stop()
+    replay = run_cli("replay", "--data", data)
+    record_rounds("crashes: SIGKILL of the rerun worker", rounds=WORKER_ROUNDS, survived=survived)
+    assert not failed, failed
+    assert replay.returncode == 0, replay.stdout[-1000:]
