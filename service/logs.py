@@ -4,6 +4,7 @@ redacted."""
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import re
 import sys
@@ -68,7 +69,7 @@ class BufferedLines:
         self._interval = interval
         self._thread = threading.Thread(target=self._run, name="log-flush", daemon=True)
         self._thread.start()
-        atexit.register(self.flush)
+        atexit.register(self._last_flush)
 
     def msg(self, message: bytes) -> None:
         self._lines.append(message)  # list.append is atomic under the GIL
@@ -81,6 +82,11 @@ class BufferedLines:
             if lines:
                 self._file.write(b"\n".join(lines) + b"\n")
                 self._file.flush()
+
+    def _last_flush(self) -> None:
+        # The stream may be closed before the exit (a test runner's capture).
+        with contextlib.suppress(OSError, ValueError):
+            self.flush()
 
     def _run(self) -> None:
         while True:
