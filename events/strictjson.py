@@ -33,6 +33,11 @@ def check_strict_json(data: bytes | str) -> None:
         value = json.loads(data, object_pairs_hook=_members)
     except RecursionError:
         raise ValueError("nested too deeply") from None
+    # JSON can only write U+0000 as the escape ``\u0000`` (a raw control character in a string
+    # is refused by the parser): without one, no string holds it, and the walk is skipped.
+    escaped = b"\\u0000" in data if isinstance(data, bytes) else "\\u0000" in data
+    if not escaped:
+        return
     stack = [value]
     while stack:
         item = stack.pop()

@@ -32,6 +32,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Generic, TypeVar
 
+from events.stores.faults import StorageBusy
+
 __all__ = ["BUSY_RETRY", "GroupCommit", "Request", "busy"]
 
 BUSY_RETRY = 5.0
@@ -40,7 +42,10 @@ _SQLITE_BUSY = 5  # the primary result code; SQLITE_BUSY_SNAPSHOT (517) etc. sha
 
 
 def busy(exc: BaseException) -> bool:
-    """Whether ``exc`` is SQLite refusing a transaction as busy (nothing was written)."""
+    """Whether ``exc`` is SQLite refusing a transaction as busy (nothing was written), as it
+    comes from SQLite or as the store says it (``StorageBusy``)."""
+    if isinstance(exc, StorageBusy):
+        return True
     code = getattr(exc, "sqlite_errorcode", None)
     return (
         isinstance(exc, sqlite3.OperationalError)
@@ -181,7 +186,7 @@ class GroupCommit(Generic[T, S, R]):
             try:
                 self._commit(batch)
                 return
-            except sqlite3.OperationalError as exc:
+            except Exception as exc:
                 if not busy(exc) or time.monotonic() + pause > deadline:
                     raise
             for request in batch:
@@ -194,7 +199,7 @@ class GroupCommit(Generic[T, S, R]):
             self._commit_retrying(batch)
             self.commits += 1
         except Exception as exc:  # noqa: BLE001 - handed to the requests it concerns
-            if len(batch) == 1 or isinstance(exc, self._whole):
+            if len(batch) == 1 or isinstance(exc, self._whole) or busy(exc):
                 for request in batch:
                     request.error = exc
             else:  # one request's fault must not be another's: each alone

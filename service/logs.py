@@ -24,10 +24,11 @@ _SECRET_KEYS = frozenset(
     {"private_key", "token", "authorization", "seed", "signature_raw", "challenge", "cookie"}
 )
 # Secrets by their shape, wherever they appear in a line's text (an exception's message):
-# operator tokens and PEM private keys.
+# operator tokens, PEM private keys and C2SP note signer keys (``PRIVATE+KEY+name+id+key``).
 _SECRET_TEXT = re.compile(
     r"bp_[A-Za-z0-9_-]{20,}"
-    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)",
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)"
+    r"|PRIVATE\+KEY\+\S+",
     re.S,
 )
 _encoder = msgspec.json.Encoder(enc_hook=repr)

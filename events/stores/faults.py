@@ -20,6 +20,7 @@ from pathlib import Path
 from events.errors import LogCorrupted, LogError
 
 __all__ = [
+    "StorageBusy",
     "StorageDamaged",
     "StorageFault",
     "StorageFull",
@@ -29,7 +30,7 @@ __all__ = [
 ]
 
 # SQLite's primary result codes (https://sqlite.org/rescode.html).
-_READONLY, _IOERR, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 8, 10, 11, 13, 14, 26
+_BUSY, _LOCKED, _READONLY, _IOERR, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 5, 6, 8, 10, 11, 13, 14, 26
 _IOERR_SHORT_READ = _IOERR | (2 << 8)
 
 
@@ -67,6 +68,13 @@ class StorageDamaged(StorageFault, LogCorrupted):
     )
 
 
+class StorageBusy(StorageFault):
+    """The database stayed locked by another writer (or a read on the writer's connection)
+    longer than the store waits: nothing was done; trying again later works."""
+
+    public = "The log is busy: nothing of this request was recorded. Try again in a moment."
+
+
 class StorageUnavailable(StorageFault):
     """Another I/O error: the file cannot be opened, read or written."""
 
@@ -102,6 +110,8 @@ def _kind(exc: BaseException, path: Path | None) -> type[StorageFault] | None:
         if code is None:
             return None
         primary = code & 0xFF
+        if primary in (_BUSY, _LOCKED):
+            return StorageBusy
         if primary == _FULL:
             return StorageFull
         if primary == _READONLY:
@@ -123,7 +133,7 @@ def _kind(exc: BaseException, path: Path | None) -> type[StorageFault] | None:
 
 def storage_fault(exc: BaseException, path: Path | None) -> StorageFault | None:
     """The storage fault ``exc`` is (raised on the file ``path``; None: a file not known), or
-    None when it is no fault of the storage (a bug, a constraint, a busy database)."""
+    None when it is no fault of the storage (a bug, a constraint)."""
     if isinstance(exc, StorageFault):
         return exc
     kind = _kind(exc, None if path is None else Path(path))
@@ -140,6 +150,8 @@ def storage_fault(exc: BaseException, path: Path | None) -> StorageFault | None:
             f"{where} is on a read-only file system ({why}): nothing was written; make it "
             "writable (reads still work)"
         )
+    elif kind is StorageBusy:
+        detail = f"{where} stayed locked by another writer ({why}): nothing was written; try again"
     elif kind is StorageDamaged:
         detail = (
             f"{where}: the database cannot be read: {why} (the file is damaged or truncated): "

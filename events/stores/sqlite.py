@@ -48,7 +48,14 @@ from events.stores.sqlite_schema import (
 )
 from events.tiles import MAX_LEAF, LeafTooLarge
 
-__all__ = ["CHUNK", "COMMITTED_SUFFIX", "SqliteLog", "committed_path", "write_committed"]
+__all__ = [
+    "CHUNK",
+    "COMMITTED_SUFFIX",
+    "SqliteLog",
+    "committed_path",
+    "read_committed",
+    "write_committed",
+]
 
 CHUNK = 1024
 
@@ -70,10 +77,14 @@ def committed_path(db: Path) -> Path:
 
 def write_committed(db: Path, size: int) -> None:
     """Record ``size`` as the size the log at ``db`` reached (a backup's copy, a restore)."""
-    committed_path(db).write_text(f"{size}\n", encoding="ascii")
+    mark = committed_path(db)
+    tmp = mark.with_name(mark.name + ".tmp")
+    tmp.write_text(f"{size}\n", encoding="ascii")
+    os.replace(tmp, mark)  # never an empty mark, which would turn the check off
 
 
-def _read_committed(db: Path) -> int | None:
+def read_committed(db: Path) -> int | None:
+    """The size the last commit of the log at ``db`` reached, if marked."""
     try:
         text = committed_path(db).read_text(encoding="ascii").strip()
     except (OSError, UnicodeDecodeError):
@@ -207,7 +218,7 @@ class SqliteLog(SqliteReads):
         Raises:
             StorageDamaged: it does; the file or its ``-wal`` lost committed entries.
         """
-        committed = _read_committed(self.path)
+        committed = read_committed(self.path)
         self._committed = committed if committed is not None else -1
         if committed is None:
             return

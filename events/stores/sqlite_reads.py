@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 from events.errors import LogCorrupted, LogError
 from events.merkle import EMPTY_ROOT, CompactRange, consistency_proof, inclusion_proof, subtree_hash
 from events.port import EntryHeader, EntryRow, SignedCheckpoint
+from events.stores.faults import StorageBusy, storage_fault
 from events.stores.sqlite_schema import node_id
 
 __all__ = ["SqliteReads"]
@@ -23,10 +24,14 @@ _MEMO_NODES = 1 << 14  # at most about 3 MiB per read-only handle (a million-ent
 
 @contextlib.contextmanager
 def _reading() -> Iterator[None]:
-    """A damaged database file is the log's fault, said in the port's terms (LogCorrupted)."""
+    """A damaged database file is the log's fault, said in the port's terms (LogCorrupted); a
+    database locked too long is not (``StorageBusy``: try again)."""
     try:
         yield
     except sqlite3.DatabaseError as exc:
+        fault = storage_fault(exc, None)
+        if isinstance(fault, StorageBusy):
+            raise fault from None
         raise LogCorrupted(f"the database cannot be read: {exc}") from None
 
 

@@ -103,11 +103,16 @@ def latest_checkpoint(ledger: Ledger, *, log: LogReader | None = None) -> Signed
             raise NotFound(f"the mirror of {ledger.mirror.origin} holds no checkpoint yet")
         return taken
     if log is not None:
+        size = log.refresh()
         latest = log.latest_checkpoint()
-        if latest is not None and latest.size == log.size:
+        if latest is not None and latest.size == size:
             return latest
-    latest = store.latest_checkpoint()
-    if latest is None or latest.size != store.refresh():
+        # A commit between the two reads, or a log grown unsigned: decided under the lock.
+        return store.publish_checkpoint(ledger.signers.sign_checkpoint, ledger.clock())
+    with store.snapshot():  # under the store's lock: never another thread's open transaction
+        size = store.refresh()
+        latest = store.latest_checkpoint()
+    if latest is None or latest.size != size:
         latest = store.publish_checkpoint(ledger.signers.sign_checkpoint, ledger.clock())
     return latest
 

@@ -27,6 +27,7 @@ from events.errors import (
     ProofError,
 )
 from events.stores.faults import (
+    StorageBusy,
     StorageDamaged,
     StorageFault,
     StorageFull,
@@ -134,6 +135,7 @@ PROBLEMS: dict[type[Exception], ProblemSpec] = {
         f"{BASE}/storage-read-only", "The log's storage is read-only", 503
     ),
     StorageDamaged: ProblemSpec(f"{BASE}/storage-damaged", "The log's database is damaged", 503),
+    StorageBusy: ProblemSpec(f"{BASE}/storage-busy", "The log is busy", 503),
     LogCorrupted: ProblemSpec(f"{BASE}/storage-damaged", "The log's database is damaged", 503),
     StorageFault: ProblemSpec(f"{BASE}/storage-failed", "The log's storage failed", 503),
     LogError: ProblemSpec(f"{BASE}/log-error", "The log refused the request", 400),
@@ -282,7 +284,7 @@ def to_problem(exc: Exception) -> ProblemDetailsException:
             title=spec.title,
             status_code=spec.status,
             detail=public,
-            headers={"Retry-After": "30"} if spec.status != 500 else None,
+            headers={"Retry-After": "1" if isinstance(exc, StorageBusy) else "30"},
         )
     if spec.status >= 500:
         return ProblemDetailsException(

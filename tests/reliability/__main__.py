@@ -3,9 +3,10 @@
 Runs ``pytest tests/reliability`` with ``BENCHPROOF_RELIABILITY=full``, gathers what the tests
 recorded (:mod:`tests.reliability.report`) and prints it: writes attempted, acknowledged and
 found, crash rounds survived, hostile inputs per parser and endpoint, 5xx answers, what each
-attack got back, latency tables. Exits non-zero when a test failed, a write was lost or
-duplicated, a 5xx was seen, an input appended to the log or an attack was not refused. The
-last line is the summary."""
+attack got back, latency tables. Exits non-zero when a test failed or was skipped (the browser
+is required, and the fault tests need root), a test file recorded nothing, a write was lost or
+duplicated, a 5xx was seen, an input appended to the log, an attack was not refused or a
+tampering went undetected. The last line is the summary."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -114,24 +116,54 @@ def summarise(records: list[dict[str, Any]]) -> tuple[list[str], str, bool]:
     return out, summary, ok
 
 
+def silent_files(records: list[dict[str, Any]]) -> list[str]:
+    """The suite's test files that recorded no figure (a test that stopped early, or a file
+    whose tests all skipped or were deselected)."""
+    files = sorted(p.name for p in (ROOT / "tests" / "reliability").glob("test_*.py"))
+    heard = {Path(str(r.get("test", "")).split("::")[0]).name for r in records}
+    return [f for f in files if f not in heard]
+
+
+def skipped(junit: Path) -> int:
+    """How many tests pytest skipped, from its JUnit XML report."""
+    if not junit.exists():
+        return 0
+    root = ET.parse(junit).getroot()
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+    return sum(int(s.get("skipped", "0")) for s in suites)
+
+
 def main() -> int:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="benchproof-reliability-") as tmp:
         report = Path(tmp) / "report.jsonl"
-        env = {**os.environ, "BENCHPROOF_RELIABILITY": "full", REPORT_ENV: str(report)}
-        args = [sys.executable, "-m", "pytest", "-q", "tests/reliability", *sys.argv[1:]]
+        junit = Path(tmp) / "junit.xml"
+        env = {
+            **os.environ,
+            "BENCHPROOF_RELIABILITY": "full",
+            "BENCHPROOF_REQUIRE_BROWSER": "1",  # the escaping tests fail rather than skip
+            REPORT_ENV: str(report),
+        }
+        args = [sys.executable, "-m", "pytest", "-q", "-rs", f"--junitxml={junit}"]
+        args += ["-o", "junit_family=xunit2", "tests/reliability", *sys.argv[1:]]
         tests = subprocess.run(args, cwd=ROOT, env=env, check=False)
         records = (
             [json.loads(line) for line in report.read_text().splitlines()]
             if report.exists()
             else []
         )
+        skips = skipped(junit)
     lines, summary, ok = summarise(records)
+    silent = silent_files(records)
+    if silent:
+        lines += ["", "Test files that recorded nothing: " + ", ".join(silent)]
     print("\n".join(lines), flush=True)
-    passed = tests.returncode == 0 and ok and bool(records)
+    passed = tests.returncode == 0 and ok and not skips and not silent
     minutes = (time.monotonic() - started) / 60
     verdict = "PASS" if passed else "FAIL"
     why = "" if tests.returncode == 0 else f" (pytest exit {tests.returncode})"
+    why += f" ({skips} skipped)" if skips else ""
+    why += f" ({len(silent)} test files recorded nothing)" if silent else ""
     print(f"\nreliability: {verdict}{why}: {summary}; {minutes:.1f} min", flush=True)
     return 0 if passed else 1
 

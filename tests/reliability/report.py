@@ -25,7 +25,10 @@ def scale(fast: T, full: T) -> T:
 
 
 def _emit(kind: str, **fields: Any) -> None:
-    line = json.dumps({"kind": kind, **fields}, sort_keys=True)
+    # The test that recorded it ("tests/reliability/test_x.py::test_y (call)"), so that the
+    # runner can tell a test file that recorded nothing.
+    test = os.environ.get("PYTEST_CURRENT_TEST", "")
+    line = json.dumps({"kind": kind, "test": test, **fields}, sort_keys=True)
     path = os.environ.get(REPORT_ENV)
     if path:
         with open(path, "a", encoding="utf-8") as out:

@@ -59,3 +59,24 @@ def test_buffered_lines_are_written_in_order_on_flush() -> None:
     assert buffer.getvalue() == b""  # nothing written before the flush
     sink.flush()
     assert [json.loads(x)["n"] for x in buffer.getvalue().splitlines()] == [0, 1, 2]
+
+
+def test_a_5xx_is_logged_with_its_traceback_and_no_secret_in_it() -> None:
+    from service.web import problems
+
+    token = "bp_" + "Q" * 43
+    note_key = "PRIVATE+KEY+bench.example+0a1b2c3d+AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdefgh="
+    pem = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIA==\n-----END PRIVATE KEY-----"
+    buffer = _capture()
+    try:
+        raise RuntimeError(f"boom with {token} and {note_key} and {pem}")
+    except RuntimeError as exc:
+        problem = problems.to_problem(exc)
+    assert problem.status_code == 500
+    assert "boom" not in str(problem.detail)  # the client learns only the request id
+    (line,) = _lines(buffer)
+    text = json.dumps(line)
+    assert line["event"] == "request.failed" and "RuntimeError" in text  # the traceback
+    for secret in (token, note_key, "MC4CAQAwBQYDK2VwBCIEIA=="):
+        assert secret not in text
+    assert text.count("[redacted]") >= 3
