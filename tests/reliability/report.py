@@ -24,6 +24,21 @@ def scale(fast: T, full: T) -> T:
     return full if FULL else fast
 
 
+def fuzzing(examples: int) -> Any:
+    """Hypothesis settings for the hostile-input tests: ``examples`` inputs, reproducible
+    (derandomized, no example database), no deadline or health check (each input may be an
+    HTTP request to a real server)."""
+    from hypothesis import HealthCheck, settings
+
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
+
+
 def _emit(kind: str, **fields: Any) -> None:
     # The test that recorded it ("tests/reliability/test_x.py::test_y (call)"), so that the
     # runner can tell a test file that recorded nothing.

@@ -26,7 +26,7 @@ import httpx
 import msgspec
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis.errors import Unsatisfiable
 from hypothesis.stateful import run_state_machine_as_test
 from hypothesis.strategies import SearchStrategy
@@ -39,7 +39,7 @@ from keys.ed25519 import SigningKey
 from service.app.attest import statement_of
 from tests.corpora import shared_file
 from tests.reliability.conftest import Site, open_site
-from tests.reliability.report import record_attack, record_inputs, record_note, scale
+from tests.reliability.report import fuzzing, record_attack, record_inputs, record_note, scale
 
 SEED = "sha256:5195388fd7c6a80d3089edc96ddebce288cc1703b1bfb949d3c9ca2c2c6fd74b"
 RERUN_V2 = "https://benchproof.dev/rerun/v2"
@@ -130,13 +130,7 @@ def _explore(
     """Send ``examples`` cases of ``strategy`` and tally what they got."""
     flip = iter(range(10**9))
 
-    @settings(
-        max_examples=examples,
-        deadline=None,
-        database=None,
-        derandomize=True,
-        suppress_health_check=list(HealthCheck),
-    )
+    @fuzzing(examples)
     @given(case=strategy)
     def run(case: Case) -> None:
         # Every other request carries the operator token, so the operator endpoints read
@@ -206,14 +200,7 @@ def test_schemathesis_stateful_links_hold_the_same_checks(site: Site) -> None:
     with client:
         run_state_machine_as_test(
             Machine,
-            settings=settings(
-                max_examples=scale(4, 40),
-                stateful_step_count=scale(6, 12),
-                deadline=None,
-                database=None,
-                derandomize=True,
-                suppress_health_check=list(HealthCheck),
-            ),
+            settings=settings(fuzzing(scale(4, 40)), stateful_step_count=scale(6, 12)),
         )
     for label in sorted(tally.tried):
         record_inputs(

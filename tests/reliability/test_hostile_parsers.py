@@ -23,7 +23,7 @@ import msgspec
 import pytest
 import yaml
 import zstandard
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from events.checkpoints import parse_checkpoint_body
@@ -46,7 +46,7 @@ from service.ingest.api import plan_import
 from service.receipts import parse as parse_receipt
 from service.receipts import verify_receipt
 from tests.corpora import corpus, shared_file
-from tests.reliability.report import record_inputs, scale
+from tests.reliability.report import fuzzing, record_inputs, scale
 from tests.servers import run_cli
 
 DOCUMENTED = (EventError, KeyringError, ServiceError, ProjectionError)
@@ -204,13 +204,7 @@ def fuzz(
     tried = 0
     crashes: list[str] = []
 
-    @settings(
-        max_examples=examples,
-        deadline=None,
-        database=None,
-        derandomize=True,
-        suppress_health_check=list(HealthCheck),
-    )
+    @fuzzing(examples)
     @given(data=strategy)
     def run(data: bytes) -> None:
         nonlocal tried
@@ -396,13 +390,7 @@ def test_tile_paths_and_entry_bundles() -> None:
     tried = 0
     crashes: list[str] = []
 
-    @settings(
-        max_examples=EXAMPLES * 2,
-        deadline=None,
-        database=None,
-        derandomize=True,
-        suppress_health_check=list(HealthCheck),
-    )
+    @fuzzing(EXAMPLES * 2)
     @given(path=paths)
     def run(path: str) -> None:
         nonlocal tried

@@ -13,7 +13,6 @@ work under the same policy with no violation."""
 from __future__ import annotations
 
 import base64
-import os
 import re
 import urllib.parse
 from collections.abc import Iterator
@@ -30,7 +29,6 @@ from events.entries import EVENT_PAYLOAD_TYPE, INTOTO_PAYLOAD_TYPE
 from events.types import EVENT_ENCODER, AttestationWithdrawn, KeyRegistered
 from keys import SigningKey, encode_envelope, sign_envelope
 from tests import builders
-from tests.browser.conftest import CHROMIUM, FLAGS
 from tests.reliability.conftest import Site
 from tests.reliability.report import record_attack, record_note, scale
 from tests.reliability.test_security import security_site
@@ -243,21 +241,6 @@ def _plant(site: Site, http: httpx.Client) -> Planted:
     out.runs = [item["runDigest"] for item in runs]
     assert len(out.runs) == len(PAYLOADS)
     return out
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        message = f"{CHROMIUM} is missing: the escaping tests need Debian's chromium"
-        if os.environ.get("BENCHPROOF_REQUIRE_BROWSER") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture(scope="module")
