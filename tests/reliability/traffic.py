@@ -4,10 +4,16 @@
 reads (run dossiers, the home and run pages, log entries, inclusion proofs, the checkpoint,
 tiles, attestation lists) with every public and operator write: key registrations (challenge,
 then the registration signed by the key itself), attestations signed by many registered keys,
-withdrawals by their attesters, reports, operator hides, operator ingests of small batches of
-new runs and operator rerun requests. Every write carries a unique marker (``bpw-…``) in what it
-signs or sends (the note, the text, the reason, the key's name, each run's external id), so that
-:func:`audit` finds it in the log afterwards by its content, whatever the server answered.
+withdrawals by their attesters, reports and their resolutions by the operator, operator hides,
+operator ingests of small batches of new runs, operator rerun requests, rerunner grants (the
+operator gives a freshly registered key the rerunner role), claims of pending requests by those
+rerunner keys and their results, and key revocations (by the key itself, or by the operator).
+Every write carries a unique marker (``bpw-…``) in what it signs or sends (the note, the text,
+the reason, the key's name, each run's external id, a result's correctness detail), so that
+:func:`audit` finds it in the log afterwards by its content, whatever the server answered. The
+two writes whose events hold no free text are found by what is unique in them instead: a grant
+by its key id (each key is granted once), a claim by its request and worker (each request is
+claimed once).
 
 A write is *acknowledged* when it got a 2xx, *refused* when its first attempt got a 4xx, and
 *unknown* otherwise (no answer: a timeout, a reset, a killed server; a 429/503; a 5xx; a 4xx to
@@ -39,14 +45,21 @@ import urllib.request
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from events import check_manifest
-from events.entries import INTOTO_PAYLOAD_TYPE
-from events.types import AttestationWithdrawn, KeyRegistered
+from events.entries import INTOTO_PAYLOAD_TYPE, format_instant
+from events.types import (
+    RERUN_PREDICATE_V2,
+    AttestationWithdrawn,
+    KeyRegistered,
+    KeyRevoked,
+    RerunClaimedV2,
+)
 from keys import SigningKey, encode_envelope, sign_envelope
 from service.commands.attest import statement
 from service.commands.keys import signed_event
@@ -55,6 +68,7 @@ from tests.reliability.conftest import NO_LIMITS
 from tests.servers import SCRIPT, free_port
 
 __all__ = [
+    "WRITE_KINDS",
     "Audit",
     "Server",
     "Traffic",
@@ -73,6 +87,27 @@ MARK = re.compile(rb"bpw-[0-9a-f]{8}-[0-9]+(?:r[0-9]+)?(?![0-9r])")
 
 EXTRA_TYPES = frozenset({"manifest.recorded.v1", "source.registered.v1"})
 """Entries an ingest may append beside its runs, which carry no marker of their own."""
+
+WRITE_KINDS = (
+    "registration",
+    "attestation",
+    "withdrawal",
+    "hide",
+    "report",
+    "resolution",
+    "ingest",
+    "rerun",
+    "grant",
+    "claim",
+    "result",
+    "revocation-self",
+    "revocation-operator",
+)
+"""Every kind of write :class:`Traffic` sends: one per write path of the service."""
+
+GPU = {"kind": "gpu", "model": "NVIDIA B200", "architecture": "sm_100"}
+"""The environment of the runs ``Traffic`` ingests (``tests.builders.bundle``), as a rerunner's
+claim and result declare it."""
 
 RETRIES = 2
 KINDS = ("reproduced", "could-not-reproduce", "environment-note", "regression-observed")
@@ -246,6 +281,10 @@ class Traffic:
         self.runs: list[str] = []  # run digests the log holds (acknowledged)
         self.ingested: list[str] = []  # those this traffic ingested (rerunnable)
         self.attestations: list[tuple[str, SigningKey]] = []  # acknowledged, still shown
+        self.reports: list[str] = []  # acknowledged, not yet resolved
+        self.rerunners: list[SigningKey] = []  # granted the rerunner role (acknowledged)
+        self.open_requests: list[tuple[str, str]] = []  # (request id, run digest): acked, unclaimed
+        self.claimed: list[tuple[str, str, SigningKey]] = []  # acked claims, not yet answered
         self.latency: dict[str, list[float]] = defaultdict(list)
         self.statuses: dict[str, Counter[int]] = defaultdict(Counter)
         self.failures: dict[str, Counter[str]] = defaultdict(Counter)
@@ -256,26 +295,32 @@ class Traffic:
         self._stop: asyncio.Event | None = None
         shares = {
             self._read: 1 - write_share,
-            self._attest: write_share * 0.45,
-            self._report: write_share * 0.14,
-            self._ingest: write_share * 0.12,
-            self._withdraw: write_share * 0.10,
-            self._hide: write_share * 0.06,
-            self._register: write_share * 0.07,
+            self._attest: write_share * 0.36,
+            self._report: write_share * 0.10,
+            self._ingest: write_share * 0.10,
+            self._withdraw: write_share * 0.07,
+            self._hide: write_share * 0.05,
+            self._register: write_share * 0.05,
             self._rerun: write_share * 0.06,
+            self._claim: write_share * 0.05,
+            self._result: write_share * 0.05,
+            self._resolve: write_share * 0.05,
+            self._grant: write_share * 0.03,
+            self._revoke: write_share * 0.03,
         }
         self._ops = list(shares)
         self._weights = list(shares.values())
 
     # --- set-up and rounds -------------------------------------------------------------------
 
-    def setup(self, url: str, *, keys: int) -> int:
-        """Learn the seed run and the log's size, register ``keys`` community keys (writes
-        too, audited as the others); return the log's size before any of this traffic's
-        writes (what :func:`audit` starts from)."""
-        return asyncio.run(self._setup(url, keys))
+    def setup(self, url: str, *, keys: int, rerunners: int = 0) -> int:
+        """Learn the seed run and the log's size, register ``keys`` community keys and
+        ``rerunners`` keys the operator grants the rerunner role (writes too, audited as the
+        others); return the log's size before any of this traffic's writes (what
+        :func:`audit` starts from)."""
+        return asyncio.run(self._setup(url, keys, rerunners))
 
-    async def _setup(self, url: str, keys: int) -> int:
+    async def _setup(self, url: str, keys: int, rerunners: int) -> int:
         async with httpx.AsyncClient(base_url=url, timeout=self.timeout) as http:
             health = await http.get("/healthz")
             assert health.status_code == 200, health.text
@@ -293,8 +338,14 @@ class Traffic:
                 async with gate:
                     await self._register(http, random.Random())
 
+            async def rerunner() -> None:
+                async with gate:
+                    await self._grant(http, random.Random())
+
             await asyncio.gather(*(one() for _ in range(keys)))
+            await asyncio.gather(*(rerunner() for _ in range(rerunners)))
         assert len(self.keys) >= keys, self.unexpected[:5]
+        assert len(self.rerunners) >= rerunners, self.unexpected[:5]
         return self.since
 
     def run(
@@ -366,8 +417,10 @@ class Traffic:
         self.statuses[route][response.status_code] += 1
         return response
 
-    def _new(self, kind: str, runs: int = 0) -> Write:
-        marker = f"bpw-{self.session}-{next(self._numbers)}"
+    def _new(self, kind: str, runs: int = 0, *, needle: str | None = None) -> Write:
+        """A new write with its own marker (``needle``: what identifies the entry of a write
+        whose event holds no free text, see :func:`_needles`)."""
+        marker = needle or f"bpw-{self.session}-{next(self._numbers)}"
         parts = tuple(f"{marker}r{i}" for i in range(runs)) if runs else (marker,)
         write = Write(kind, marker, parts)
         self.writes.append(write)
@@ -467,13 +520,15 @@ class Traffic:
         run = rng.choice(self.runs)
         write = self._new("report")
         body = {"reason": rng.choice(REASONS), "text": f"load report {write.marker}"}
-        await self._post(
+        answer = await self._post(
             http,
             write,
             "POST /v1/runs/{ref}/reports",
             f"/v1/runs/{run}/reports",
             json.dumps(body).encode(),
         )
+        if answer is not None:
+            self.reports.append(answer["id"])
 
     async def _ingest(self, http: httpx.AsyncClient, rng: random.Random) -> None:
         write = self._new("ingest", runs=rng.randint(1, 4))
@@ -536,6 +591,13 @@ class Traffic:
         )
 
     async def _register(self, http: httpx.AsyncClient, rng: random.Random) -> None:
+        key = await self._registered(http)
+        if key is not None:
+            self.keys.append(key)
+
+    async def _registered(self, http: httpx.AsyncClient) -> SigningKey | None:
+        """A new community key, registered (challenge, then its own signed registration), or
+        None when that was refused or got no answer."""
         key = SigningKey.generate()
         issued = await self._send(
             http,
@@ -546,10 +608,10 @@ class Traffic:
             headers=_JSON,
         )
         if issued is None:
-            return
+            return None
         if issued.status_code != 201:
             self.unexpected.append(f"POST /v1/keys/challenges: {issued.status_code} {issued.text}")
-            return
+            return None
         write = self._new("registration")
         event = KeyRegistered(
             keyId=key.key_id,
@@ -561,16 +623,15 @@ class Traffic:
         answer = await self._post(
             http, write, "POST /v1/keys", "/v1/keys", signed_event(event, key), retry=False
         )
-        if answer is not None:
-            self.keys.append(key)
+        return None if answer is None else key
 
     async def _rerun(self, http: httpx.AsyncClient, rng: random.Random) -> None:
         if not self.ingested:
-            await self._report(http, rng)
+            await self._ingest(http, rng)
             return
         run = rng.choice(self.ingested)
         write = self._new("rerun")
-        await self._post(
+        answer = await self._post(
             http,
             write,
             "POST /v1/runs/{ref}/reruns",
@@ -579,8 +640,124 @@ class Traffic:
             operator=True,
             retry=False,  # the same request in another millisecond is another request
         )
+        if answer is not None:
+            self.open_requests.append((answer["id"], run))
+
+    async def _grant(self, http: httpx.AsyncClient, rng: random.Random) -> None:
+        """Register a new key, then the operator grants it the rerunner role."""
+        key = await self._registered(http)
+        if key is None:
+            return
+        write = self._new("grant", needle=f"grant-{key.key_id}")
+        answer = await self._post(
+            http,
+            write,
+            "POST /v1/keys/{id}/grants",
+            f"/v1/keys/{key.key_id}/grants",
+            json.dumps({"role": "rerunner"}).encode(),
+            operator=True,
+            retry=False,  # a second grant is 409: the key is a rerunner already
+        )
+        if answer is not None:
+            self.rerunners.append(key)
+
+    async def _claim(self, http: httpx.AsyncClient, rng: random.Random) -> None:
+        """A rerunner claims a pending request (its own, so no other client claims it too) for
+        half an hour."""
+        if not self.rerunners:
+            await self._grant(http, rng)
+            return
+        if not self.open_requests:
+            await self._rerun(http, rng)
+            return
+        request, run = self.open_requests.pop(rng.randrange(len(self.open_requests)))
+        key = rng.choice(self.rerunners)
+        write = self._new("claim", needle=f"claim-{request}-{key.key_id}")
+        event = RerunClaimedV2(
+            runDigest=run,
+            requestId=request,
+            worker=key.key_id,
+            leaseUntil=format_instant(datetime.now(UTC) + timedelta(minutes=30)),
+            environment=GPU,
+        )
+        answer = await self._post(
+            http,
+            write,
+            "POST /v1/reruns/{id}/claim",
+            f"/v1/reruns/{request}/claim",
+            signed_event(event, key),  # the same claim again is its entry (200)
+        )
+        if answer is not None:
+            self.claimed.append((request, run, key))
+
+    async def _result(self, http: httpx.AsyncClient, rng: random.Random) -> None:
+        """The claimer posts what it measured for a request it holds."""
+        if not self.claimed:
+            await self._claim(http, rng)
+            return
+        request, run, key = self.claimed.pop(rng.randrange(len(self.claimed)))
+        write = self._new("result")
+        body = {
+            "_type": "https://in-toto.io/Statement/v1",
+            "subject": [{"name": run, "digest": {"sha256": run.removeprefix("sha256:")}}],
+            "predicateType": RERUN_PREDICATE_V2,
+            "predicate": {
+                "requestId": request,
+                "samples": [float(rng.randint(10_000, 10_000_000)) for _ in range(8)],
+                "correctness": {"passed": True, "detail": f"load {write.marker}"},
+                "environment": GPU,
+                "harness": {"name": "reliability-traffic", "version": "1"},
+            },
+        }
+        payload = json.dumps(body).encode()
+        await self._post(
+            http,
+            write,
+            "POST /v1/reruns/{id}/result",
+            f"/v1/reruns/{request}/result",
+            encode_envelope(sign_envelope(INTOTO_PAYLOAD_TYPE, payload, key)),
+        )
+
+    async def _resolve(self, http: httpx.AsyncClient, rng: random.Random) -> None:
+        """The operator resolves or dismisses an open report."""
+        if not self.reports:
+            await self._report(http, rng)
+            return
+        report = self.reports.pop(rng.randrange(len(self.reports)))
+        write = self._new("resolution")
+        body = {"resolution": rng.choice(("resolved", "dismissed")), "note": write.marker}
+        await self._post(
+            http,
+            write,
+            "POST /v1/reports/{id}/resolution",
+            f"/v1/reports/{report}/resolution",
+            json.dumps(body).encode(),
+            operator=True,
+            retry=False,  # a second resolution is 409
+        )
+
+    async def _revoke(self, http: httpx.AsyncClient, rng: random.Random) -> None:
+        """Register a new key, then revoke it: half the time by itself (its own signed
+        ``key.revoked.v1``), else by the operator (the index signs). A key of its own, so that
+        no other client's write is signed by a key revoked under it."""
+        key = await self._registered(http)
+        if key is None:
+            return
+        route, path = "POST /v1/keys/{id}/revocation", f"/v1/keys/{key.key_id}/revocation"
+        if rng.random() < 0.5:
+            write = self._new("revocation-self")
+            body = signed_event(KeyRevoked(keyId=key.key_id, reason=write.marker), key)
+            await self._post(http, write, route, path, body, retry=False)
+        else:
+            write = self._new("revocation-operator")
+            body = json.dumps({"reason": write.marker}).encode()
+            await self._post(http, write, route, path, body, operator=True, retry=False)
 
     # --- figures -----------------------------------------------------------------------------
+
+    def acknowledged(self, start: int = 0) -> Counter[str]:
+        """Acknowledged writes by kind (from the ``start``-th write on)."""
+        return Counter(w.kind for w in self.writes[start:] if w.outcome == "acked")
 
     def server_errors(self) -> int:
         """5xx answers, every route."""
@@ -653,6 +830,18 @@ def checkpoint_covers(db: Path) -> str | None:
     return None
 
 
+def _needles(kind: str, payload: bytes) -> set[str]:
+    """What identifies an entry whose event holds no free text for a marker: a rerunner grant
+    by its key, a claim by its request and worker (``Traffic`` grants each key once and claims
+    each request once)."""
+    if kind.startswith("key.granted"):
+        return {f"grant-{json.loads(payload)['keyId']}"}
+    if kind.startswith("rerun.claimed"):
+        event = json.loads(payload)
+        return {f"claim-{event['requestId']}-{event['worker']}"}
+    return set()
+
+
 def audit(db: Path, writes: Sequence[Write], since: int) -> Audit:
     """Check ``writes`` against the log at ``db`` from entry ``since`` on (see the module's
     docstring): every problem is named in the result."""
@@ -663,7 +852,7 @@ def audit(db: Path, writes: Sequence[Write], since: int) -> Audit:
     for seq, kind, subject, payload in entries:
         if kind.startswith("run.ingested"):
             ingested[subject] += 1
-        marks = {m.decode() for m in MARK.findall(payload)}
+        marks = {m.decode() for m in MARK.findall(payload)} or _needles(kind, payload)
         if not marks and kind not in EXTRA_TYPES:
             problems.append(f"entry {seq} ({kind}) was appended by no write of this traffic")
         for mark in marks:
