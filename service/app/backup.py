@@ -8,10 +8,17 @@ its projections and the checkpoint that covers it). Beside it: the log's verifie
 the operator tokens a restore needs to go on signing, in a folder only its owner may read. The
 copy is built in a temporary folder beside ``dest`` and renamed into place when complete: a
 ``dest`` that exists is never touched, and an interrupted backup leaves no ``dest``.
+
+A backup only reads its source: a read-only connection for the copy (``mode=ro``; on a volume
+that cannot even host the WAL's ``-shm`` file, read-only or full, and with no WAL frames left,
+the file as it stands: ``immutable=1``), the key files for the vkey, and no writer's handle (no
+write transaction, no writer's lock, no projections' catch-up). So it works on a read-only mount
+or a full disk, exactly when an operator needs one, and never contends with the server's writer.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import os
 import shutil
@@ -21,11 +28,24 @@ from pathlib import Path
 
 import msgspec
 
-from events.stores.faults import storage_fault
+from events.stores.faults import StorageFull, StorageReadOnly, storage_fault
 from events.stores.sqlite import SqliteLog, write_committed
+from keys import (
+    KeyFileError,
+    KeyringError,
+    NoteSigner,
+    NoteVerifier,
+    SigningKey,
+    VerifyingKey,
+    load_private_key,
+    open_note,
+)
+from keys.notekeys import parse_vkey
+from projections.keyring import KeyView
+from projections.queries import keyring
 from service.config import DataDir
 from service.errors import NotInitialised, UsageError
-from service.ledger import MIRROR_FILE, Ledger
+from service.ledger import MIRROR_FILE, MirrorInfo, read_mirror
 
 __all__ = ["BACKUP_STEP", "VKEY_FILE", "BackedUp", "backup"]
 
@@ -53,25 +73,34 @@ def backup(
     keys: bool = True,
     progress: Callable[[int], None] | None = None,
     expect: Callable[[int], None] | None = None,
+    step: int = BACKUP_STEP,
+    between: Callable[[], None] | None = None,
 ) -> BackedUp:
     """Copy the data directory ``root`` to the new folder ``dest`` (see the module's docstring).
-    ``expect`` hears the database's page count, ``progress`` each step's pages.
+    ``expect`` hears the database's page count, ``progress`` each step's pages; ``step`` is the
+    pages copied per step of SQLite's backup API and ``between`` is called after each step
+    (a test slows the copy with it, so that the server's commits land between its steps).
 
     Raises:
-        UsageError: ``dest`` exists, or its parent folder does not.
+        UsageError: ``dest`` exists, or its parent folder does not; ``step`` is not positive;
+            the source's log is damaged (its checkpoint does not cover it).
         NotInitialised: there is no log in ``root``.
+        KeyFileError: a key file is missing, malformed, readable by others, or not the log's.
         StorageFault: the source cannot be read or the copy cannot be written (disk full...).
     """
     data, dest = DataDir(root), Path(dest)
+    if step < 1:
+        raise UsageError(f"a backup step copies at least one page, not {step}")
     if dest.exists() or dest.is_symlink():
         raise UsageError(f"{dest} exists: a backup is written to a new folder only")
     if not dest.parent.is_dir():
         raise UsageError(f"{dest.parent} is not a folder: create it first")
     if not data.exists():
         raise NotInitialised(f"no log in {root} (run `benchproof init --data {root}`)")
-    # The vkey, and a check that the keys are the log's, before anything is written.
-    with Ledger.open(data.root) as ledger:
-        vkey = ledger.signers.vkey
+    # The keys are read (and a bad key file refused) before anything is written; whether they
+    # are the log's is checked on the copy, against its own keyring and checkpoint.
+    mirror = read_mirror(data.root)
+    signing = None if mirror is not None else _key_files(data, required=keys)
     tmp = dest.parent / f".{dest.name}.backup-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
@@ -79,11 +108,13 @@ def backup(
             tmp.mkdir(mode=0o700)
             os.chmod(tmp, 0o700)  # whatever the umask: it may hold private keys
             copy = DataDir(tmp)
-            _copy_database(data.db, copy.db, progress=progress, expect=expect)
-            size, root_hex, origin = _check_copy(copy.db)
+            _copy_database(
+                data.db, copy.db, progress=progress, expect=expect, step=step, between=between
+            )
+            size, root_hex, origin, vkey = _check_copy(copy.db, data, mirror, signing)
             write_committed(copy.db, size)
             (tmp / VKEY_FILE).write_text(vkey + "\n", encoding="utf-8")
-            if (data.root / MIRROR_FILE).exists():
+            if mirror is not None:
                 shutil.copy2(data.root / MIRROR_FILE, tmp / MIRROR_FILE)
             if keys:
                 _copy_secrets(data, copy)
@@ -108,6 +139,19 @@ def backup(
     )
 
 
+def _key_files(data: DataDir, *, required: bool) -> tuple[SigningKey, SigningKey] | None:
+    """The index and log keys of ``data`` (read only). Without them (both files absent) and
+    not ``required`` (a ``--no-keys`` copy): None, and the vkey comes from the log's keyring.
+
+    Raises:
+        KeyFileError: a key file is missing (when ``required`` or the other one is there),
+            malformed or readable by others.
+    """
+    if not required and not data.index_key.exists() and not data.log_key.exists():
+        return None
+    return load_private_key(data.index_key), load_private_key(data.log_key)
+
+
 @contextlib.contextmanager
 def _writing(where: Path) -> Iterator[None]:
     """A full disk or a read-only folder where the copy is written, as one storage fault."""
@@ -120,33 +164,94 @@ def _writing(where: Path) -> Iterator[None]:
         raise fault from exc
 
 
+def _open_source(source: Path) -> sqlite3.Connection:
+    """A read-only connection on the database ``source``, its read transaction begun.
+
+    ``mode=ro`` reads the WAL too, but needs its ``-shm`` file (and creates it when missing).
+    On a volume that cannot hold one (read-only, or full), a database with no WAL frames (its
+    last writer closed it cleanly) is the whole log in its file, and no writer can change it
+    meanwhile: it is opened as it stands (``immutable=1``). A WAL that holds frames is never
+    skipped: then the error stands.
+
+    Raises:
+        StorageFault: the source cannot be read (named as the source's, not the copy's).
+    """
+    uri = source.resolve().as_uri()
+    try:
+        try:
+            return _snapshot(f"{uri}?mode=ro")
+        except sqlite3.OperationalError as exc:
+            fault = storage_fault(exc, source)
+            unhostable = _cannot_open(exc) or isinstance(fault, (StorageReadOnly, StorageFull))
+            if _has_wal_frames(source) or not unhostable:
+                raise
+        return _snapshot(f"{uri}?mode=ro&immutable=1")
+    except sqlite3.Error as exc:
+        fault = storage_fault(exc, source)
+        if fault is None:
+            raise
+        raise fault from exc
+
+
+def _snapshot(uri: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+    try:
+        conn.execute("PRAGMA busy_timeout=60000")
+        conn.execute("BEGIN")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # the snapshot starts
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _has_wal_frames(source: Path) -> bool:
+    wal = source.with_name(source.name + "-wal")
+    try:
+        return wal.stat().st_size > 0
+    except FileNotFoundError:
+        return False
+
+
+def _cannot_open(exc: sqlite3.Error) -> bool:
+    """SQLite could not open (or create) a file it needs: the ``-shm`` of a read-only folder."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY)
+
+
 def _copy_database(
     source: Path,
     target: Path,
     *,
     progress: Callable[[int], None] | None,
     expect: Callable[[int], None] | None,
+    step: int,
+    between: Callable[[], None] | None,
 ) -> None:
     """Copy ``source`` to ``target`` with the online backup API, from one read snapshot."""
-    src = sqlite3.connect(f"{source.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
-    dst = sqlite3.connect(target, isolation_level=None)
+    src = _open_source(source)
     try:
-        src.execute("PRAGMA busy_timeout=60000")
-        # One snapshot for every step: with it held, the writers' commits meanwhile neither
-        # enter the copy nor restart it.
-        src.execute("BEGIN")
+        dst = sqlite3.connect(target, isolation_level=None)
+    except BaseException:
+        src.close()
+        raise
+    try:
+        # One snapshot for every step (the read transaction ``_open_source`` began): the
+        # writers' commits meanwhile neither enter the copy nor restart it.
         pages = src.execute("PRAGMA page_count").fetchone()[0]
         if expect is not None:
             expect(int(pages))
         done = [0]
 
-        def step(_status: int, remaining: int, total: int) -> None:
+        def stepped(_status: int, remaining: int, total: int) -> None:
             if progress is not None:
                 now = total - remaining
                 progress(now - done[0])
                 done[0] = now
+            if between is not None and remaining:
+                between()
 
-        src.backup(dst, pages=BACKUP_STEP, progress=step)
+        src.backup(dst, pages=step, progress=stepped)
         src.execute("COMMIT")
         dst.execute("PRAGMA journal_mode=WAL")
         dst.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -157,12 +262,21 @@ def _copy_database(
         os.fsync(f.fileno())
 
 
-def _check_copy(db: Path) -> tuple[int, str, str]:
-    """The copy's size, root (hex) and origin; its latest checkpoint must cover every entry
-    (a snapshot is taken between transactions, so it always does).
+def _check_copy(
+    db: Path,
+    data: DataDir,
+    mirror: MirrorInfo | None,
+    signing: tuple[SigningKey, SigningKey] | None,
+) -> tuple[int, str, str, str]:
+    """The copy's size, root (hex), origin and vkey. Its latest checkpoint must cover every
+    entry (a snapshot is taken between transactions, so it always does) and open under the
+    vkey; the key files (``signing``) must be the log's current index and log keys.
 
     Raises:
-        UsageError: it does not (the source's log is damaged: ``benchproof verify`` it).
+        UsageError: the checkpoint does not cover the copy (the source's log is damaged:
+            ``benchproof verify`` it), or a mirror marker names another log.
+        KeyFileError: a key file holds a key the log did not register for its role, or one
+            whose checkpoint signature is not the log's.
     """
     log = SqliteLog.open_readonly(db)
     try:
@@ -174,7 +288,20 @@ def _check_copy(db: Path) -> tuple[int, str, str]:
                 f"the copy holds {size} entries but its latest checkpoint covers {covered}: "
                 "the source log is damaged (run `benchproof verify`); no backup written"
             )
-        return size, log.root(size).hex(), log.origin
+        origin = log.origin
+        if mirror is not None:
+            if mirror.origin != origin:
+                raise UsageError(f"{MIRROR_FILE} names {mirror.origin}, but the log is {origin}")
+            vkey = mirror.vkey
+        else:
+            registered = keyring(log.session)
+            if signing is None:
+                vkey = _registered_vkey(registered, origin, size)
+            else:
+                _check_keys(registered, data, signing, size)
+                vkey = NoteSigner(origin, signing[1]).vkey
+            _check_note(latest.note, vkey, origin)
+        return size, log.root(size).hex(), origin, vkey
     finally:
         log.close()
         # A read-only handle leaves the (empty) -wal and -shm files behind: not part of a copy.
@@ -182,6 +309,50 @@ def _check_copy(db: Path) -> tuple[int, str, str]:
             extra = db.with_name(db.name + suffix)
             if extra.exists() and (suffix == "-shm" or extra.stat().st_size == 0):
                 extra.unlink()
+
+
+def _check_keys(
+    registered: dict[str, KeyView],
+    data: DataDir,
+    signing: tuple[SigningKey, SigningKey],
+    size: int,
+) -> None:
+    """The key files must hold the keys the log registered, still valid at ``size``."""
+    for key, role, path in (
+        (signing[0], "index", data.index_key),
+        (signing[1], "log", data.log_key),
+    ):
+        view = registered.get(key.key_id)
+        if view is None or view.role != role or not view.valid_at(size):
+            raise KeyFileError(
+                f"{path} holds key {key.key_id[:16]}…, which is not this log's current "
+                f"{role} key: restore the key file the log registered",
+                path=str(path),
+            )
+
+
+def _registered_vkey(registered: dict[str, KeyView], origin: str, size: int) -> str:
+    """The vkey of the log key the log registered (a ``--no-keys`` copy without key files)."""
+    for view in registered.values():
+        if view.role == "log" and view.name == origin and view.valid_at(size):
+            try:
+                public = VerifyingKey.from_raw(base64.b64decode(view.publicKey))
+            except (KeyringError, ValueError):
+                continue
+            return NoteVerifier.for_key(origin, public).vkey
+    raise UsageError(f"the log {origin} registered no valid log key: run `benchproof verify`")
+
+
+def _check_note(note: bytes, vkey: str, origin: str) -> None:
+    """The latest checkpoint note must open under ``vkey`` (the log key signed it)."""
+    try:
+        open_note(note, [parse_vkey(vkey)])
+    except KeyringError as exc:
+        raise KeyFileError(
+            f"the log's latest checkpoint does not open under the log key {vkey.split('+')[1]} "
+            f"of {origin} ({exc}): the key file is not the log's, or the log is damaged",
+            path="log.key",
+        ) from None
 
 
 def _copy_secrets(data: DataDir, copy: DataDir) -> None:

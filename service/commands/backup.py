@@ -21,7 +21,9 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
         description="A consistent copy of the data directory (SQLite's online backup API, from "
         "one snapshot: writers go on meanwhile) in the new folder DEST: the database, the log's "
         "vkey and, unless --no-keys, the private keys and operator tokens (DEST is then 0700, "
-        "its secrets 0600). DEST must not exist; the copy is renamed into place when complete.",
+        "its secrets 0600). DEST must not exist; the copy is renamed into place when complete. "
+        "The data directory is only read (no writer's lock, nothing written there): a backup "
+        "works from a read-only mount or a full disk.",
     )
     p.add_argument("dest", type=Path, metavar="DEST", help="the new folder to write")
     p.add_argument(
