@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 
+from tests.chromium import CHROMIUM, FLAGS
 from tests.corpora import catalog_tables, corpus, shared_file
 
 
@@ -29,3 +32,18 @@ def examples_dir() -> Path:
 @pytest.fixture(scope="session")
 def vectors_dir() -> Path:
     return corpus("transparency-test-vectors")
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    if not CHROMIUM.exists():
+        message = f"{CHROMIUM} is missing: the tests that show pages need Debian's chromium"
+        if os.environ.get("BENCHPROOF_REQUIRE_BROWSER") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
+        yield chromium
+        chromium.close()

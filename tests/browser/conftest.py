@@ -9,7 +9,6 @@ it the tests are skipped, unless ``BENCHPROOF_REQUIRE_BROWSER=1`` (then they fai
 from __future__ import annotations
 
 import json
-import os
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -22,17 +21,6 @@ import pytest
 from tests.corpora import corpus, shared_file
 from tests.servers import run_cli, served
 
-CHROMIUM = Path(os.environ.get("BENCHPROOF_CHROMIUM", "/usr/bin/chromium"))
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 SCREENSHOTS = Path(__file__).parent / "screenshots"
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 900}
@@ -81,21 +69,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     _bp("ingest", "manifest", seed, "--data", data)
     with serving(data) as served:
         yield served
-
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        message = f"{CHROMIUM} is missing: the browser tests need Debian's chromium"
-        if os.environ.get("BENCHPROOF_REQUIRE_BROWSER") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture

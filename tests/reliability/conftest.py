@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.browser.conftest import browser  # noqa: F401 - Chromium, for the escaping tests
 from tests.corpora import shared_file
 from tests.servers import run_cli, served
 

@@ -31,7 +31,7 @@ from tests.reliability.report import (
     record_writes,
     scale,
 )
-from tests.reliability.traffic import WRITE_KINDS, Traffic, audit, checkpoint_covers
+from tests.reliability.traffic import WRITE_KINDS, Traffic, audit, checkpoint_covers, run_loop
 from tests.servers import run_cli
 
 CLIENTS = scale(6, 32)
@@ -124,7 +124,7 @@ def test_concurrent_ingests_of_one_run_append_it_once(tmp_path: Path) -> None:
                 )
 
         for n in range(rounds):
-            asyncio.run(one_round(n))
+            run_loop(one_round(n))
     conn = sqlite3.connect(f"file:{data / 'benchproof.db'}?mode=ro", uri=True)
     try:
         counts = dict(

@@ -43,11 +43,12 @@ import subprocess
 import time
 import urllib.request
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -66,6 +67,8 @@ from service.commands.keys import signed_event
 from tests import builders
 from tests.reliability.conftest import NO_LIMITS
 from tests.servers import SCRIPT, free_port
+
+T = TypeVar("T")
 
 __all__ = [
     "WRITE_KINDS",
@@ -113,6 +116,13 @@ RETRIES = 2
 KINDS = ("reproduced", "could-not-reproduce", "environment-note", "regression-observed")
 REASONS = ("incorrect-result", "weak-correctness-check", "duplicate", "other")
 _JSON = {"content-type": "application/json"}
+
+
+def run_loop(coro: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(coro)`` on a thread of its own: the session's main thread may have an event
+    loop running already (Playwright's sync API, kept open for the tests that show pages)."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 @dataclass
@@ -318,7 +328,7 @@ class Traffic:
         ``rerunners`` keys the operator grants the rerunner role (writes too, audited as the
         others); return the log's size before any of this traffic's writes (what
         :func:`audit` starts from)."""
-        return asyncio.run(self._setup(url, keys, rerunners))
+        return run_loop(self._setup(url, keys, rerunners))
 
     async def _setup(self, url: str, keys: int, rerunners: int) -> int:
         async with httpx.AsyncClient(base_url=url, timeout=self.timeout) as http:
@@ -360,7 +370,7 @@ class Traffic:
         """``clients`` concurrent clients for ``seconds`` (or until ``kill``, called after
         ``kill_after`` seconds, has killed the server: the clients then stop, and what was in
         flight is unknown); return the seconds it took."""
-        return asyncio.run(self._run(url, clients, seconds, kill, kill_after))
+        return run_loop(self._run(url, clients, seconds, kill, kill_after))
 
     async def _run(
         self,
