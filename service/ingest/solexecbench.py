@@ -302,7 +302,7 @@ def _trace(f: SourceFile, doc: Any, by_name: dict[str, list[Problem]], check: Ch
     else:
         raise RowError(f"workload {uuid} is not among the workloads of {problem.name}")
     word = evaluation.get("status")
-    if word not in STATUSES:
+    if not isinstance(word, str) or word not in STATUSES:  # a list or object is no status
         raise RowError(f"unknown status {word!r} (expected one of {', '.join(STATUSES)})")
     env = evaluation.get("environment")
     libs = (env.get("libs") or {}) if isinstance(env, dict) else None
@@ -447,7 +447,7 @@ def _submission(f: SourceFile, sub: Any, context: tuple[Any, ...], check: Checke
     if not isinstance(sub, dict) or not isinstance(sub.get("id"), int | str) or sub["id"] == "":
         raise RowError("a submission needs an id")
     external, word = str(sub["id"]), sub.get("status", "PASSED")
-    if word not in STATUSES:
+    if not isinstance(word, str) or word not in STATUSES:  # a list or object is no status
         raise RowError(f"unknown status {word!r}")
     user, gpu = str(sub.get("user") or "unknown"), hardware["product"].removeprefix("NVIDIA ")
     support = {

@@ -177,6 +177,20 @@ def test_invalid_rows_refuse_the_import(fixtures: Path, ledger: Ledger) -> None:
     assert result.runs_appended == 9 + 4
 
 
+def test_a_status_that_is_not_text_is_an_invalid_row(fixtures: Path, ledger: Ledger) -> None:
+    """A list or object where a status goes is a refused row, like an unknown word (it was a
+    TypeError: the status was looked up in a set; found by the reliability suite's fuzzing)."""
+
+    def break_traces(lines: list[dict[str, Any]]) -> None:
+        lines[0]["evaluation"]["status"] = ["PASSED"]
+        lines[1]["evaluation"]["status"] = {"PASSED": True}
+
+    _rewrite(fixtures / "traces.jsonl", break_traces)
+    _, rejected = ingest(ledger, SOURCE, [fixtures], skip_invalid=True)
+    assert [r.row for r in rejected] == ["line 1", "line 2"]
+    assert all("unknown status" in r.reason for r in rejected)
+
+
 def test_corrected_submission_supersedes(fixtures: Path, ledger: Ledger) -> None:
     ingest(ledger, SOURCE, [FIXTURES])
     old = resolve_run(ledger.store.session, f"{SOURCE}:90002")
