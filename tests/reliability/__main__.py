@@ -89,7 +89,8 @@ def summarise(records: list[dict[str, Any]]) -> tuple[list[str], str, bool]:
         rows = []
         for a in attacks:
             ok &= bool(a["ok"])
-            rows.append([a["attack"], a["got"], "refused" if a["ok"] else "NOT REFUSED"])
+            # "as expected": refused, detected, or (a path the user named) done as asked
+            rows.append([a["attack"], a["got"], "as expected" if a["ok"] else "UNEXPECTED"])
         out += ["", "Attacks", *_table(["attack", "got back", ""], rows)]
     for t in by_kind["table"]:
         out += ["", t["title"], *_table(t["header"], t["rows"])]
@@ -111,7 +112,7 @@ def summarise(records: list[dict[str, Any]]) -> tuple[list[str], str, bool]:
     summary = (
         f"writes {attempted} attempted / {acked} acknowledged / {found} found; "
         f"rounds {survived}/{n_rounds} survived; {tried} hostile inputs; {five} 5xx; "
-        f"attacks {refused}/{len(attacks)} refused"
+        f"attacks and faults {refused}/{len(attacks)} answered as expected"
     )
     return out, summary, ok
 
