@@ -15,6 +15,7 @@ import contextlib
 import errno
 import os
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 from events.errors import LogCorrupted, LogError
@@ -27,6 +28,7 @@ __all__ = [
     "StorageReadOnly",
     "StorageUnavailable",
     "storage_fault",
+    "storage_faults",
 ]
 
 # SQLite's primary result codes (https://sqlite.org/rescode.html).
@@ -160,3 +162,16 @@ def storage_fault(exc: BaseException, path: Path | None) -> StorageFault | None:
     else:
         detail = f"cannot use {where}: {why} (an I/O error): nothing was written"
     return kind(detail, path=where, reason=why)
+
+
+@contextlib.contextmanager
+def storage_faults(path: Path) -> Iterator[None]:
+    """The block's storage faults (full, read-only, damaged, busy, I/O) as ``StorageFault``s
+    naming ``path``; any other error as it is."""
+    try:
+        yield
+    except (sqlite3.Error, OSError) as exc:
+        fault = storage_fault(exc, path)
+        if fault is None:
+            raise
+        raise fault from exc

@@ -35,7 +35,7 @@ from events.port import (
     Projector,
     SignedCheckpoint,
 )
-from events.stores.faults import StorageDamaged, storage_fault
+from events.stores.faults import StorageDamaged, storage_fault, storage_faults
 from events.stores.sqlite_reads import SqliteReads
 from events.stores.sqlite_schema import (
     SCHEMA_VERSION,
@@ -92,19 +92,6 @@ def read_committed(db: Path) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-@contextlib.contextmanager
-def _storage(path: Path) -> Iterator[None]:
-    """The storage's faults (full, read-only, damaged, I/O) as ``StorageFault``s naming
-    ``path``; any other error as it is."""
-    try:
-        yield
-    except (sqlite3.Error, OSError) as exc:
-        fault = storage_fault(exc, path)
-        if fault is None:
-            raise
-        raise fault from exc
-
-
 def _too_large(type_: str, subject: str, size: int) -> LeafTooLarge:
     """The refusal of an entry whose leaf an entry bundle cannot hold (C2SP tlog-tiles: each
     leaf is prefixed with its length in 16 bits)."""
@@ -148,7 +135,7 @@ class SqliteLog(SqliteReads):
         """
         if not create and not path.exists():
             raise LogError(f"no log at {path} (run `benchproof init`)")
-        with _storage(path):
+        with storage_faults(path):
             conn = connect(path)
             log: SqliteLog | None = None
             try:
@@ -268,7 +255,7 @@ class SqliteLog(SqliteReads):
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        with _storage(self.path), self._transaction() as conn:
+        with storage_faults(self.path), self._transaction() as conn:
             yield conn
 
     def _begin(self) -> None:

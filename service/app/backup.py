@@ -19,16 +19,15 @@ or a full disk, exactly when an operator needs one, and never contends with the 
 from __future__ import annotations
 
 import base64
-import contextlib
 import os
 import shutil
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
 
-from events.stores.faults import StorageFull, StorageReadOnly, storage_fault
+from events.stores.faults import StorageFull, StorageReadOnly, storage_fault, storage_faults
 from events.stores.sqlite import SqliteLog, write_committed
 from keys import (
     KeyFileError,
@@ -104,7 +103,7 @@ def backup(
     tmp = dest.parent / f".{dest.name}.backup-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        with _writing(tmp):
+        with storage_faults(tmp):
             tmp.mkdir(mode=0o700)
             os.chmod(tmp, 0o700)  # whatever the umask: it may hold private keys
             copy = DataDir(tmp)
@@ -150,18 +149,6 @@ def _key_files(data: DataDir, *, required: bool) -> tuple[SigningKey, SigningKey
     if not required and not data.index_key.exists() and not data.log_key.exists():
         return None
     return load_private_key(data.index_key), load_private_key(data.log_key)
-
-
-@contextlib.contextmanager
-def _writing(where: Path) -> Iterator[None]:
-    """A full disk or a read-only folder where the copy is written, as one storage fault."""
-    try:
-        yield
-    except (sqlite3.Error, OSError) as exc:
-        fault = storage_fault(exc, where)
-        if fault is None:
-            raise
-        raise fault from exc
 
 
 def _open_source(source: Path) -> sqlite3.Connection:
