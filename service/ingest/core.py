@@ -172,6 +172,7 @@ def _commit(
     events: list[tuple[Event, str]] = [
         (_stamped(s, plan), s.source) for s in plan.sources if s.source not in registered
     ]
+    registrations = len(events)
     carried_digests: set[str] = set()
     seen_runs = run_exists(conn, [item.run.digest for item in plan.runs])
     run_events: list[tuple[Event, str]] = []
@@ -274,6 +275,8 @@ def _commit(
             )
         )
         result.manifests_appended += 1
+    if len(events) == registrations and not run_events and not retractions:
+        events = []  # an import that brings nothing (an empty file) registers no source either
     events.extend(run_events)
     events.extend(retractions)
     # One transaction for the whole import: it lands whole or not at all (the store still signs

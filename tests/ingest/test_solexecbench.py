@@ -191,6 +191,16 @@ def test_a_status_that_is_not_text_is_an_invalid_row(fixtures: Path, ledger: Led
     assert all("unknown status" in r.reason for r in rejected)
 
 
+def test_an_empty_file_appends_nothing(tmp_path: Path, ledger: Ledger) -> None:
+    """An import that brings no run and no manifest registers no source either (found by the
+    reliability suite's schemathesis run: an empty array appended a source registration)."""
+    empty = tmp_path / "traces.json"
+    empty.write_text("[]")
+    before = ledger.store.size
+    result, _ = ingest(ledger, SOURCE, [empty])
+    assert (result.entries, ledger.store.refresh()) == (0, before)
+
+
 def test_corrected_submission_supersedes(fixtures: Path, ledger: Ledger) -> None:
     ingest(ledger, SOURCE, [FIXTURES])
     old = resolve_run(ledger.store.session, f"{SOURCE}:90002")
