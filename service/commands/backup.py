@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 import msgspec
 
 from service.app.backup import backup
-from service.commands.base import Sub
+from service.commands.base import Sub, local_path
 from service.progress import Progress
 
 
@@ -25,7 +24,7 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
         "The data directory is only read (no writer's lock, nothing written there): a backup "
         "works from a read-only mount or a full disk.",
     )
-    p.add_argument("dest", type=Path, metavar="DEST", help="the new folder to write")
+    p.add_argument("dest", type=local_path, metavar="DEST", help="the new folder to write")
     p.add_argument(
         "--no-keys",
         action="store_true",

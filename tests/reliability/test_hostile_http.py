@@ -161,13 +161,7 @@ def test_schemathesis_every_operation_answers_4xx_problems_and_never_appends_bad
             for mode, path_parameters in variants:
                 strategy = operation.as_strategy(mode, path_parameters=path_parameters or None)
                 _explore(site, client, strategy, operation.label, examples, tally)
-    for label in sorted(tally.tried):
-        record_inputs(
-            f"schemathesis {label}",
-            tried=tally.tried[label],
-            server_errors=tally.server_errors[label],
-            appends=tally.appends[label],
-        )
+    _record(tally, "schemathesis")
     record_note(
         "hostile http",
         f"schemathesis: {sum(tally.tried.values())} generated requests over "
@@ -175,6 +169,17 @@ def test_schemathesis_every_operation_answers_4xx_problems_and_never_appends_bad
         f"({', '.join(f'{k} {v}' for k, v in sorted(tally.acknowledged.items())) or 'none'})",
     )
     assert not tally.faults, "\n".join(tally.faults[:20])
+
+
+def _record(tally: Tally, prefix: str) -> None:
+    """The tally's inputs per operation, for the summary."""
+    for label in sorted(tally.tried):
+        record_inputs(
+            f"{prefix} {label}",
+            tried=tally.tried[label],
+            server_errors=tally.server_errors[label],
+            appends=tally.appends[label],
+        )
 
 
 def test_schemathesis_stateful_links_hold_the_same_checks(site: Site) -> None:
@@ -202,13 +207,7 @@ def test_schemathesis_stateful_links_hold_the_same_checks(site: Site) -> None:
             Machine,
             settings=settings(fuzzing(scale(4, 40)), stateful_step_count=scale(6, 12)),
         )
-    for label in sorted(tally.tried):
-        record_inputs(
-            f"schemathesis stateful {label}",
-            tried=tally.tried[label],
-            server_errors=tally.server_errors[label],
-            appends=tally.appends[label],
-        )
+    _record(tally, "schemathesis stateful")
     assert sum(tally.tried.values()) > 0
     assert not tally.faults, "\n".join(tally.faults[:20])
 
