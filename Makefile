@@ -1,6 +1,8 @@
 # Benchproof: two commands from a fresh clone do all the set-up (see README.md).
 #   make serve   creates .venv, installs, initialises ./var with fresh keys and demo data, serves
 #   make test    creates .venv, installs the test extras, runs the suite
+#   make test-postgres  the store contract and end-to-end tests on a throwaway PostgreSQL cluster
+#                (installs Debian's postgresql when missing: needs root or sudo; a few minutes)
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -8,8 +10,9 @@ BIN := $(VENV)/bin
 DATA ?= var
 HOST ?= 127.0.0.1
 PORT ?= 8000
+PG_TESTS ?= tests/postgres tests/contract/test_store.py tests/e2e
 
-.PHONY: serve test lint bench reliability check-shared clean
+.PHONY: serve test test-postgres lint bench reliability check-shared clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +31,11 @@ serve: $(VENV)/.runtime
 
 test: $(VENV)/.test
 	$(BIN)/pytest -q
+
+# A cluster of its own on a free loopback port, stopped and removed afterwards (tests/pgcluster.py);
+# the last line is pytest's summary.
+test-postgres: $(VENV)/.test
+	$(BIN)/python -m tests.pgcluster env BENCHPROOF_TEST_STORE=postgresql $(BIN)/pytest -q $(PG_TESTS)
 
 lint: $(VENV)/.test
 	$(BIN)/ruff check .

@@ -14,15 +14,72 @@ __all__ = ["DEFAULT_ORIGIN", "DataDir", "Settings"]
 DEFAULT_ORIGIN = "benchproof.local/log"
 
 
-class DataDir:
-    """The layout of a data directory: the database, the rate limits' counts, the keys and the
-    operator tokens."""
+STORE_ENV = "BENCHPROOF_STORE"
+"""The environment variable that names the store (as ``--store``)."""
 
-    def __init__(self, root: Path) -> None:
+
+class DataDir:
+    """The layout of a data directory: the store of the log (by default its SQLite file), the
+    rate limits' counts, the keys and the operator tokens.
+
+    The store is a URL (``events.stores.store_kind``): ``store`` when given, else
+    ``$BENCHPROOF_STORE``, else the one ``init --store`` recorded in the file ``store``, else
+    ``sqlite://`` and the absolute path of ``<root>/benchproof.db``."""
+
+    def __init__(self, root: Path, store: str | None = None) -> None:
         self.root = Path(root)
+        self._store = store or None
+
+    @property
+    def store(self) -> str:
+        """The URL of the log's store."""
+        if self._store:
+            return self._store
+        named = os.environ.get(STORE_ENV)
+        if named:
+            return named
+        recorded = self.recorded_store()
+        return recorded if recorded else f"sqlite://{self.db.resolve()}"
+
+    @property
+    def store_file(self) -> Path:
+        """Where ``init --store URL`` records the store (0600: a URL may hold a password)."""
+        return self.root / "store"
+
+    def recorded_store(self) -> str | None:
+        try:
+            text = self.store_file.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+        return text or None
+
+    def record_store(self, url: str) -> None:
+        """Record ``url`` as this directory's store (an atomic replace, mode 0600)."""
+        tmp = self.store_file.with_name(f".store.{os.getpid()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(url + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, self.store_file)
+
+    @property
+    def on_sqlite(self) -> bool:
+        """Whether the log's store is SQLite (a file), rather than a database server."""
+        from events.stores import store_kind
+
+        return store_kind(self.store) == "sqlite"
 
     @property
     def db(self) -> Path:
+        """The SQLite file of the log: the store's, when the store is SQLite (else this
+        directory's own default file, which then holds nothing)."""
+        named = self._store or os.environ.get(STORE_ENV) or self.recorded_store()
+        if named:
+            from events.stores import sqlite_path, store_kind
+
+            if store_kind(named) == "sqlite":
+                return sqlite_path(named)
         return self.root / "benchproof.db"
 
     @property
@@ -54,7 +111,11 @@ class DataDir:
         os.chmod(self.keys, 0o700)
 
     def exists(self) -> bool:
-        return self.db.exists()
+        """Whether a log was made here: its SQLite file, or (on a database server, which a
+        check would have to reach) the index key ``init`` wrote beside the recorded store."""
+        if self.on_sqlite:
+            return self.db.exists()
+        return self.index_key.exists()
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True):

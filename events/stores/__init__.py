@@ -1,3 +1,88 @@
 """Adapters of the log port (``events.port``): the only code that writes SQL on the log tables.
 
-``sqlite`` is the embedded default (one SQLite file in WAL mode)."""
+``sqlite`` is the embedded default (one SQLite file in WAL mode); ``postgres`` keeps the log in a
+PostgreSQL schema, for many API processes on many machines. A store is named by a URL:
+
+- ``sqlite:///var/benchproof.db``: the SQLite file at that absolute path (``sqlite:rel.db``, with
+  no slashes, is relative to the working directory);
+- ``postgresql://user:password@host:port/database`` (or ``postgres://``), with libpq's query
+  options; ``?options=-csearch_path%3Dname`` keeps the log in the schema ``name``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+from urllib.parse import unquote
+
+from events.errors import LogError
+
+if TYPE_CHECKING:
+    from events.stores.sqlbase import SqlLog
+
+__all__ = ["open_reader", "open_store", "sqlite_path", "store_kind"]
+
+
+def store_kind(url: str) -> Literal["sqlite", "postgresql"]:
+    """Which adapter keeps the log the URL names.
+
+    Raises:
+        LogError: the URL names no store this code has.
+    """
+    scheme = url.partition(":")[0].lower() if ":" in url else ""
+    if scheme == "sqlite":
+        return "sqlite"
+    if scheme in ("postgresql", "postgres"):
+        return "postgresql"
+    raise LogError(
+        f"not a store URL: {url.partition('@')[2] or url!r} (expected sqlite:///PATH or "
+        "postgresql://…)"
+    )
+
+
+def sqlite_path(url: str) -> Path:
+    """The file a ``sqlite:`` URL names.
+
+    Raises:
+        LogError: the URL names no file.
+    """
+    rest = url.partition(":")[2]
+    if rest.startswith("//"):
+        rest = rest[2:]
+        if rest and not rest.startswith("/"):
+            raise LogError(f"{url}: a sqlite URL has no host (sqlite:///PATH)")
+    path = unquote(rest.partition("?")[0])
+    if not path or path.endswith("/") or "\0" in path:
+        raise LogError(f"{url!r} names no SQLite file (sqlite:///PATH)")
+    return Path("/" + path.lstrip("/")) if path.startswith("/") else Path(path)
+
+
+def open_store(url: str, *, origin: str | None = None, create: bool = False) -> SqlLog:
+    """The log at ``url``, open for appending (``create``: made if missing, with ``origin``).
+
+    Raises:
+        LogError: no log there (and not ``create``), another origin, an unknown URL.
+        StorageFault: the store cannot be reached or used.
+    """
+    if store_kind(url) == "sqlite":
+        from events.stores.sqlite import SqliteLog
+
+        return SqliteLog.open(sqlite_path(url), origin=origin, create=create)
+    from events.stores.postgres import PgLog
+
+    return PgLog.open(url, origin=origin, create=create)
+
+
+def open_reader(url: str) -> SqlLog:
+    """A read-only handle on the log at ``url`` (any number may be open, in any process).
+
+    Raises:
+        LogError: no log there, an unknown URL. StorageFault: the store cannot be reached.
+    """
+    if store_kind(url) == "sqlite":
+        from events.stores.sqlite import SqliteLog
+
+        return SqliteLog.open_readonly(sqlite_path(url))
+    from events.stores.postgres import PgLog
+
+    return PgLog.open_readonly(url)

@@ -58,6 +58,10 @@ class SqliteReads:
         # it keeps none.
         self._memo: dict[tuple[int, int], bytes] | None = {} if memo else None
 
+    def _reading(self) -> contextlib.AbstractContextManager[None]:
+        """The block's database errors in the port's terms (``LogCorrupted``, ``StorageBusy``)."""
+        return _reading()
+
     @property
     def _edge(self) -> CompactRange:
         if self._loaded is None:
@@ -106,7 +110,7 @@ class SqliteReads:
         return bytes(row[0])
 
     def node_range(self, level: int, start: int, end: int) -> list[bytes]:
-        with _reading():
+        with self._reading():
             if level == 0:
                 rows = self._conn.execute(
                     "SELECT leaf_hash FROM entries WHERE seq >= ? AND seq < ? ORDER BY seq",
@@ -122,7 +126,7 @@ class SqliteReads:
         return [bytes(r[0]) for r in rows]
 
     def nodes(self) -> Iterator[tuple[int, int, bytes]]:
-        with _reading():
+        with self._reading():
             for key, h in self._conn.execute("SELECT id, hash FROM tree_nodes"):
                 yield int(key) >> 40, int(key) & ((1 << 40) - 1), bytes(h)
 
@@ -158,7 +162,7 @@ class SqliteReads:
     # --- reading entries ---------------------------------------------------------------------
 
     def leaves(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, bytes]]:
-        with _reading():
+        with self._reading():
             stop = self._stored_size() if end is None else end
             cursor = self._conn.execute(
                 "SELECT seq, leaf FROM entries WHERE seq >= ? AND seq < ? ORDER BY seq",
@@ -173,7 +177,7 @@ class SqliteReads:
 
     def rows(self, start: int = 0, end: int | None = None) -> Iterator[EntryRow]:
         stop = 2**62 if end is None else end
-        with _reading():
+        with self._reading():
             for row in self._conn.execute(
                 "SELECT seq, recorded_at, type, subject, payload_digest, leaf_hash, leaf"
                 " FROM entries WHERE seq >= ? AND seq < ? ORDER BY seq",
@@ -240,7 +244,7 @@ class SqliteReads:
         )
 
     def checkpoints(self) -> Iterator[SignedCheckpoint]:
-        with _reading():
+        with self._reading():
             rows = self._conn.execute(f"{_CHECKPOINT} ORDER BY size").fetchall()
         for row in rows:
             checkpoint = _checkpoint(row)

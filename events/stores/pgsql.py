@@ -1,0 +1,163 @@
+"""The projections' SQL on PostgreSQL: a session with the shape of a ``sqlite3.Connection``.
+
+The projections (``projections/``) and the service's own small tables are written once, in the
+SQL that SQLite and PostgreSQL share, with SQLite's ``?`` placeholders. ``PgSession`` runs that
+SQL on a psycopg connection, rewriting the few SQLite spellings the code uses into PostgreSQL's
+(once per statement text; the result is cached):
+
+- placeholders: ``?`` becomes ``%s`` and ``:name`` (with a mapping of parameters) ``%(name)s``;
+  a literal ``%`` is doubled;
+- ``INSERT OR IGNORE`` becomes ``INSERT … ON CONFLICT DO NOTHING``;
+- in ``CREATE TABLE``: ``INTEGER`` is ``BIGINT``, ``REAL`` is ``DOUBLE PRECISION``, ``BLOB`` is
+  ``BYTEA``, and ``TEXT`` compares bytewise (``COLLATE "C"``, as SQLite's ``BINARY``), so that
+  every order and every range over text is the same on both stores;
+- ``json_extract(CAST(col AS TEXT), '$.a.b')`` reads the JSON bytes with ``#>>`` (as text,
+  collated ``"C"``), and ``LIKE`` is ``ILIKE`` (SQLite's ``LIKE`` ignores ASCII case);
+- ``PRAGMA table_info(t)`` reads ``information_schema``; ``PRAGMA schema_version`` answers a
+  number that changes when the projection tables are made again (the keyring cache's cookie);
+- ``main.`` (SQLite's name of the connection's own database) is dropped.
+
+Values come back as SQLite gives them: booleans as 0 and 1, whole ``numeric`` results (a
+``sum`` of integers) as ``int``; a Python ``bool`` is written as an integer.
+"""
+
+from __future__ import annotations
+
+import decimal
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
+from typing import Any
+
+import psycopg
+from psycopg.adapt import Dumper, Loader
+from psycopg.pq import Format
+
+__all__ = ["PgSession", "adapt", "translate"]
+
+_LITERAL = re.compile(r"'(?:[^']|'')*'")
+_NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+_IGNORE = re.compile(r"^\s*INSERT\s+OR\s+IGNORE\s+INTO\b", re.I)
+_CREATE_TABLE = re.compile(r"^\s*CREATE\s+TABLE\b", re.I)
+_TYPES = (
+    (re.compile(r"\bINTEGER\b"), "BIGINT"),
+    (re.compile(r"\bREAL\b"), "DOUBLE PRECISION"),
+    (re.compile(r"\bBLOB\b"), "BYTEA"),
+    (re.compile(r"\bTEXT\b"), 'TEXT COLLATE "C"'),
+)
+_JSON = re.compile(r"json_extract\(CAST\((\w+) AS TEXT\), '\$\.([\w.]+)'\)")
+_LIKE = re.compile(r"\bLIKE\b")
+_MAIN = re.compile(r"\bmain\.(?=\w)")
+_TABLE_INFO = re.compile(r"^\s*PRAGMA\s+table_info\((\w+)\)\s*$", re.I)
+_SCHEMA_VERSION = re.compile(r"^\s*PRAGMA\s+schema_version\s*$", re.I)
+
+
+def _outside_literals(sql: str, change: Any) -> str:
+    """Apply ``change`` to the parts of ``sql`` outside its string literals."""
+    out, at = [], 0
+    for match in _LITERAL.finditer(sql):
+        out.append(change(sql[at : match.start()]))
+        out.append(match.group(0))
+        at = match.end()
+    out.append(change(sql[at:]))
+    return "".join(out)
+
+
+@lru_cache(maxsize=4096)
+def translate(sql: str, named: bool = False) -> str:
+    """The PostgreSQL spelling of one statement written for SQLite (see the module's text);
+    ``named``: its parameters come as a mapping (``:name``)."""
+    info = _TABLE_INFO.match(sql)
+    if info:
+        return (
+            "SELECT ordinal_position - 1, column_name FROM information_schema.columns"  # noqa: S608
+            f" WHERE table_schema = current_schema() AND table_name = '{info.group(1)}'"
+            " ORDER BY ordinal_position"
+        )
+    if _SCHEMA_VERSION.match(sql):
+        # Projection tables made again get a new oid: the cookie moves, as SQLite's does.
+        return "SELECT coalesce(to_regclass('p_keys')::oid::bigint, 0)"
+    if _CREATE_TABLE.match(sql):
+        for pattern, spelling in _TYPES:
+            sql = pattern.sub(spelling, sql)
+    ignore = _IGNORE.match(sql)
+    if ignore:
+        sql = "INSERT INTO" + sql[ignore.end() :] + " ON CONFLICT DO NOTHING"
+    sql = sql.replace("%", "%%")
+
+    def change(part: str) -> str:
+        part = _MAIN.sub("", part)
+        part = _LIKE.sub("ILIKE", part)
+        if named:
+            return _NAMED.sub(r"%(\1)s", part)
+        return part.replace("?", "%s")
+
+    sql = _outside_literals(sql, change)
+    # After the placeholders: the path literal is not a parameter.
+    return _JSON.sub(
+        lambda m: (
+            f"((convert_from({m.group(1)}, 'UTF8')::jsonb #>> '{{{m.group(2).replace('.', ',')}}}')"
+            ' COLLATE "C")'
+        ),
+        sql,
+    )
+
+
+class _IntFromBool(Loader):
+    def load(self, data: Any) -> int:
+        return 1 if bytes(data) == b"t" else 0
+
+
+class _WholeNumeric(Loader):
+    def load(self, data: Any) -> int | float:
+        value = decimal.Decimal(bytes(data).decode())
+        return int(value) if value == value.to_integral_value() else float(value)
+
+
+class _BoolAsInt(Dumper):
+    format = Format.TEXT
+    oid = psycopg.adapters.types["int8"].oid
+
+    def dump(self, obj: Any) -> bytes:
+        return b"1" if obj else b"0"
+
+
+def adapt(conn: psycopg.Connection[Any]) -> None:
+    """Make ``conn`` answer values as SQLite does (booleans as integers, whole numerics as
+    ``int``) and write ``bool`` as an integer."""
+    conn.adapters.register_loader("bool", _IntFromBool)
+    conn.adapters.register_loader("numeric", _WholeNumeric)
+    conn.adapters.register_dumper(bool, _BoolAsInt)
+
+
+class PgSession:
+    """A psycopg connection with the calls of ``sqlite3.Connection`` the projections use
+    (``execute``, ``executemany``), their SQL translated (``translate``). Transactions are the
+    store's: this only runs statements inside whatever the store began."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.raw = conn
+
+    def execute(self, sql: str, parameters: Sequence[Any] | Mapping[str, Any] = ()) -> Any:
+        cursor = self.raw.cursor()
+        if isinstance(parameters, Mapping):
+            cursor.execute(translate(sql, True), parameters)
+        elif parameters:
+            cursor.execute(translate(sql), tuple(parameters))
+        else:
+            cursor.execute(translate(sql).replace("%%", "%"))
+        return cursor
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Any:
+        batch = [tuple(row) for row in rows]
+        cursor = self.raw.cursor()
+        if batch:
+            cursor.executemany(translate(sql), batch)
+        return cursor
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+
+    def close(self) -> None:
+        self.raw.close()

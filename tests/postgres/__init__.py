@@ -1,0 +1,1 @@
+"""Tests that need a real PostgreSQL server; ``make test-postgres`` runs them on a throwaway one."""
