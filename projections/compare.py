@@ -35,7 +35,7 @@ def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
 
 def _ordered(conn: sqlite3.Connection, source: str, columns: Sequence[str]) -> sqlite3.Cursor:
     order = ", ".join(f'"{c}"' for c in columns)
-    return conn.execute(f"SELECT * FROM ({source}) ORDER BY {order}")  # noqa: S608
+    return conn.execute(f"SELECT * FROM ({source}) AS rows_ ORDER BY {order}")  # noqa: S608
 
 
 def _encode(row: tuple[Any, ...] | None) -> list[Any] | None:

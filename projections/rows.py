@@ -22,6 +22,12 @@ from projections.views import GroupView, LeaderChange, Member, RunView
 
 __all__ = ["LoadedGroup", "RowStore"]
 
+# One row per name in p_state, replaced (an upsert both stores speak).
+_SET_STATE = (
+    "INSERT INTO p_state VALUES (?, ?)"
+    " ON CONFLICT (projection) DO UPDATE SET position = excluded.position"
+)
+
 _ENC = msgspec.json.Encoder()
 _RUN = msgspec.json.Decoder(RunView)
 
@@ -193,7 +199,7 @@ class RowStore:
             conn.executemany("INSERT INTO p_signed VALUES (?, ?)", changes.signed)
             conn.executemany(
                 "INSERT INTO p_signers VALUES (?, ?)"
-                " ON CONFLICT (key_id) DO UPDATE SET entries = entries + excluded.entries",
+                " ON CONFLICT (key_id) DO UPDATE SET entries = p_signers.entries + excluded.entries",
                 sorted(Counter(key for key, _ in changes.signed).items()),
             )
         conn.executemany(
@@ -207,7 +213,10 @@ class RowStore:
             conn.executemany(_UPDATES[what], rows)
         if changes.keys is not None:
             conn.executemany(
-                "INSERT OR REPLACE INTO p_keys VALUES (?,?,?,?,?,?,?,?)",
+                "INSERT INTO p_keys VALUES (?,?,?,?,?,?,?,?) ON CONFLICT (key_id) DO UPDATE SET"
+                " role = excluded.role, name = excluded.name, public_key = excluded.public_key,"
+                " valid_from = excluded.valid_from, revoked_at = excluded.revoked_at,"
+                " revoked_reason = excluded.revoked_reason, rotated_to = excluded.rotated_to",
                 [
                     (
                         k.keyId,
@@ -224,13 +233,13 @@ class RowStore:
             )
             # Where the keyring last changed: readers cache it until this moves
             # (``projections.queries.KeyringCache``).
-            conn.execute("INSERT OR REPLACE INTO p_state VALUES ('keys', ?)", (changes.keys_at,))
+            conn.execute(_SET_STATE, ("keys", changes.keys_at))
 
     def set_state(self, position: int, format_: int) -> None:
         """Record that the projections have applied ``position`` entries, folded in format
         ``format_`` (the rows ``projections.queries.current_size`` and ``stored_format`` read)."""
         self.conn.executemany(
-            "INSERT OR REPLACE INTO p_state VALUES (?, ?)", [("all", position), ("format", format_)]
+            _SET_STATE, [("all", position), ("format", format_)]
         )
 
     def copy_rebuilt(self, rebuilt: sqlite3.Connection, schemas: Sequence[str]) -> None:

@@ -28,6 +28,7 @@ from projections.errors import (
 )
 from service.app.runs import candidates
 from service.commands.base import local_path
+from service.config import STORE_ENV
 from service.errors import InvalidInput, NotFound, ServiceError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_ENVIRONMENT = 0, 1, 2, 3, 4
@@ -56,7 +57,30 @@ def _common() -> argparse.ArgumentParser:
         metavar="DIR",
         help="data directory (default: $BENCHPROOF_DATA or ./var)",
     )
+    common.add_argument(
+        "--store",
+        type=_store_url,
+        default=argparse.SUPPRESS,
+        metavar="URL",
+        help="the log's store: sqlite:///PATH or postgresql://… (default: $BENCHPROOF_STORE, "
+        "else the one `init --store` recorded in the data directory, else its SQLite file)",
+    )
     return common
+
+
+def _store_url(text: str) -> str:
+    """A store URL, checked for its kind (``argparse`` type: a bad one is exit 2)."""
+    from events.errors import LogError
+    from events.stores import sqlite_path, store_kind
+
+    try:
+        if store_kind(text) == "sqlite":
+            sqlite_path(text)
+    except LogError as exc:
+        raise argparse.ArgumentTypeError(exc.detail) from None
+    if "\0" in text:
+        raise argparse.ArgumentTypeError("a store URL cannot hold a NUL character")
+    return text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -83,6 +107,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not hasattr(args, "data"):
         args.data = default_data_dir()
+    if getattr(args, "store", None):
+        # Every data directory this command opens (and every process it starts, as
+        # ``serve --workers``) keeps its log there.
+        os.environ[STORE_ENV] = args.store
+    else:
+        args.store = None
     handler: Handler = args.handler
     try:
         return handler(args)
@@ -117,6 +147,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         if fault is None:
             raise
         return _fail(fault.detail, EXIT_ENVIRONMENT)
+    except Exception as exc:
+        fault = _server_fault(exc, args.store)
+        if fault is None:
+            raise
+        return _fail(fault.detail, EXIT_ENVIRONMENT)
+
+
+def _server_fault(exc: Exception, store: str | None) -> StorageFault | None:
+    """A database server's fault met outside the log's own calls (a projection's query):
+    one line, exit 4. Only imported when the store is one (psycopg)."""
+    if "psycopg" not in sys.modules:
+        return None
+    from events.stores.postgres import pg_fault
+
+    return pg_fault(exc, store or os.environ.get(STORE_ENV, "the store"))
 
 
 def _fail(message: str, code: int) -> int:

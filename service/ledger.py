@@ -27,8 +27,9 @@ import msgspec
 from events.entries import Pending
 from events.errors import LogError
 from events.port import Appended, stored_entries
+from events.stores import log_exists, open_store
 from events.stores.faults import StorageFault
-from events.stores.sqlite import SqliteLog
+from events.stores.sqlbase import SqlLog
 from events.stores.sqlite_schema import WriterBusy
 from events.types import EVENT_ENCODER, Event, KeyRegistered, PolicyChanged, event_tag
 from keys import (
@@ -187,7 +188,7 @@ class Ledger:
     def __init__(
         self,
         data: DataDir,
-        store: SqliteLog,
+        store: SqlLog,
         signers: Signers,
         clock: Clock,
         *,
@@ -198,7 +199,10 @@ class Ledger:
         self.signers = signers
         self.clock = clock
         self.mirror = mirror
-        self.projections = Materializer(store.session)
+        # Made under the writers' lock: processes starting together on one new store (a
+        # database server's) must not race to create the same tables.
+        with store.transaction():
+            self.projections = Materializer(store.session)
         store.on_rollback.append(self.projections.forget)
         # The keyring for checks made on read-only handles of this log (outside the writer's
         # transaction; ``self.projections.keyring()`` inside it).
@@ -250,25 +254,30 @@ class Ledger:
                 )
 
     @classmethod
-    def open(cls, root: Path, *, clock: Clock = utcnow) -> Ledger:
-        """Open an initialised data directory (or a mirror: ``mirror.json``, no keys).
+    def open(cls, root: Path, *, clock: Clock = utcnow, store: str | None = None) -> Ledger:
+        """Open an initialised data directory (or a mirror: ``mirror.json``, no keys), its log
+        in ``store`` (a URL; default: the directory's, ``DataDir.store``).
 
         Raises:
             NotInitialised: there is no log there (run ``benchproof init``).
             KeyFileError: a key file is missing, malformed or readable by others.
             UsageError: a malformed mirror marker, or one naming another log.
         """
-        data = DataDir(root)
+        data = DataDir(root, store)
         if not data.exists():
             raise NotInitialised(f"no log in {root} (run `benchproof init --data {root}`)")
         mirror = read_mirror(data.root)
         if mirror is not None:
-            return cls(data, SqliteLog.open(data.db), MirrorSigners(mirror), clock, mirror=mirror)
-        store = SqliteLog.open(data.db)
-        signers = Signers(
-            load_private_key(data.index_key), load_private_key(data.log_key), store.origin
-        )
-        return cls(data, store, signers, clock)
+            return cls(data, open_store(data.store), MirrorSigners(mirror), clock, mirror=mirror)
+        store_ = open_store(data.store)
+        try:
+            signers = Signers(
+                load_private_key(data.index_key), load_private_key(data.log_key), store_.origin
+            )
+        except BaseException:
+            store_.close()
+            raise
+        return cls(data, store_, signers, clock)
 
     def close(self) -> None:
         self.group.close()
@@ -319,7 +328,7 @@ class Ledger:
         Raises:
             LogError, LogCorrupted, EventError: as the plain rebuild.
         """
-        if _parallel(size, parallel):
+        if _parallel(size, parallel) and self.data.on_sqlite:  # its shards read the file
             try:
                 paths = rebuild_sharded(
                     self.data.db, size, folder, workers=_WORKERS, batch=batch_size
@@ -506,11 +515,13 @@ def _default_tolerance() -> tuple[Event, str]:
 
 
 def init_data_dir(
-    root: Path, *, origin: str | None = None, clock: Clock = utcnow
+    root: Path, *, origin: str | None = None, clock: Clock = utcnow, store: str | None = None
 ) -> tuple[Ledger, bool]:
     """Create (or reuse) a data directory: keys (0600), database, and the genesis entries that
     register the index key (self-signed) and the log key, and record the default tolerance
-    policy. Idempotent.
+    policy. Idempotent. ``store``: the URL of the log's store (default: the directory's own
+    SQLite file, or ``$BENCHPROOF_STORE``); given, it is recorded in the directory (``store``)
+    for every later command.
 
     Returns the open ledger and whether anything was created.
 
@@ -531,20 +542,27 @@ def init_data_dir(
             f"invalid origin {origin!r}: it names the log's key, so it must be non-empty UTF-8 "
             "with no spaces and no '+'"
         )
-    data = DataDir(root)
+    data = DataDir(root, store)
     data.ensure()
     created = False
-    store = SqliteLog.open(
-        data.db,
-        origin=origin if origin else None if data.db.exists() else DEFAULT_ORIGIN,
-        create=True,
+    recorded = data.recorded_store()
+    if store and recorded and recorded != store:
+        raise UsageError(
+            f"{root} keeps its log in another store ({data.store_file} names it): "
+            "`benchproof migrate-store` copies a log between stores"
+        )
+    url = data.store
+    opened = open_store(
+        url, origin=origin if origin else None if log_exists(url) else DEFAULT_ORIGIN, create=True
     )
+    if store and not recorded:
+        data.record_store(store)
     keys = {}
     try:
         for name, path in (("index", data.index_key), ("log", data.log_key)):
             if path.exists():
                 keys[name] = load_private_key(path)
-            elif store.size > 0:
+            elif opened.size > 0:
                 # The log registered the key it held in its entries: a new key would not be one
                 # it knows, and every later entry or checkpoint signed with it would fail.
                 raise KeyFileError(
@@ -555,19 +573,19 @@ def init_data_dir(
                 keys[name] = generate_key_file(path)
                 created = True
     except BaseException:
-        store.close()
+        opened.close()
         raise
-    signers = Signers(keys["index"], keys["log"], store.origin)
-    ledger = Ledger(data, store, signers, clock)
-    if store.size == 0:
+    signers = Signers(keys["index"], keys["log"], opened.origin)
+    ledger = Ledger(data, opened, signers, clock)
+    if opened.size == 0:
         ledger.append(
             [
                 _key_event(keys["index"], "index", "index"),
-                _key_event(keys["log"], "log", store.origin),
+                _key_event(keys["log"], "log", opened.origin),
                 _default_tolerance(),
             ]
         )
         created = True
-    elif ledger.projections.position() != store.size:
+    elif ledger.projections.position() != opened.size:
         raise LogError("projections are behind the log")
     return ledger, created

@@ -13,14 +13,17 @@ the last counts, never an entry).
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
+from events.stores import service_session, store_kind
 from service.errors import ServiceError
 
 __all__ = ["Limits", "RateLimited", "RateLimiter"]
@@ -59,17 +62,42 @@ class RateLimited(ServiceError):
 
 
 class RateLimiter:
-    """Counts writes per (scope, subject) in fixed windows, in the database at ``db``."""
+    """Counts writes per (scope, subject) in fixed windows: in the SQLite database at ``db``,
+    or, when ``store`` (the log's store URL) is PostgreSQL, in the store itself, so that the
+    API processes of every machine share them."""
 
-    def __init__(self, db: Path, limits: Limits, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        db: Path,
+        limits: Limits,
+        *,
+        clock: Callable[[], float] = time.time,
+        store: str | None = None,
+    ) -> None:
         self.limits = limits
         self._clock = clock
-        self._conn = sqlite3.connect(db, isolation_level=None, check_same_thread=False, timeout=60)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute("PRAGMA busy_timeout=60000")
-        self._conn.execute(_SCHEMA)
+        self._store = store if store and store_kind(store) == "postgresql" else None
+        self._db = db
+        self._conn: sqlite3.Connection | None = None
+        if self._store is None:
+            self._conn = sqlite3.connect(
+                db, isolation_level=None, check_same_thread=False, timeout=60
+            )
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute("PRAGMA busy_timeout=60000")
+            self._conn.execute(_SCHEMA)
         self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def _session(self) -> Iterator[tuple[Any, str]]:
+        if self._store is not None:
+            with service_session(self._store, self._db, _SCHEMA) as opened:
+                yield opened
+            return
+        assert self._conn is not None  # noqa: S101 - SQLite's, made above
+        with self._lock:
+            yield self._conn, "BEGIN IMMEDIATE"
 
     def hit(self, subjects: Sequence[tuple[str, str]]) -> None:
         """Count one write for each ``(scope, subject)`` (scope ``key`` or ``address``), or
@@ -87,9 +115,8 @@ class RateLimiter:
         ]
         if not wanted:
             return
-        conn = self._conn
-        with self._lock:
-            conn.execute("BEGIN IMMEDIATE")
+        with self._session() as (conn, begin):
+            conn.execute(begin)
             try:
                 for scope, subject, span, start, allowed in wanted:
                     row = conn.execute(
@@ -116,4 +143,5 @@ class RateLimiter:
                 raise
 
     def close(self) -> None:
-        self._conn.close()
+        if self._conn is not None:
+            self._conn.close()

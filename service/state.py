@@ -2,11 +2,11 @@
 register itself (proof of possession, ``POST /v1/keys/challenges``).
 
 A challenge is 32 random bytes (base64url, 43 characters), bound to one key id, valid for
-``CHALLENGE_TTL`` and usable once. Challenges live in the data directory's database, in the
-table ``challenges`` (neither a log nor a projection table), so that every API process serving
-the directory shares them; each call opens its own short connection with durable commits
-(``synchronous=FULL``), and using a challenge is one conditional UPDATE, so two requests racing
-with the same challenge cannot both use it.
+``CHALLENGE_TTL`` and usable once. Challenges live in the log's store, in the table
+``challenges`` (neither a log nor a projection table), so that every API process serving the
+log shares them (on PostgreSQL, on every machine); each call takes its own short session with
+durable commits, and using a challenge is one conditional UPDATE, so two requests racing with
+the same challenge cannot both use it.
 """
 
 from __future__ import annotations
@@ -14,13 +14,14 @@ from __future__ import annotations
 import base64
 import contextlib
 import secrets
-import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
+from events.stores import service_session
 from service.errors import ServiceError, UsageError
 
 __all__ = [
@@ -77,21 +78,18 @@ def _rfc3339(micros: int) -> str:
 
 
 class Challenges:
-    """The challenges of the data directory whose database is ``db``."""
+    """The challenges of the log in the store ``store`` (a URL; on SQLite, the table is in the
+    log's own file ``db``)."""
 
-    def __init__(self, db: Path) -> None:
+    def __init__(self, store: str, db: Path) -> None:
+        self.store = store
         self.db = db
 
     @contextlib.contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        conn = sqlite3.connect(self.db, isolation_level=None, timeout=60)
-        try:
-            conn.execute("PRAGMA synchronous=FULL")
-            conn.execute("PRAGMA busy_timeout=60000")
-            conn.execute(_SCHEMA)
+    def _connect(self) -> Iterator[Any]:
+        with service_session(self.store, self.db, _SCHEMA) as (conn, begin):
+            self._begin = begin
             yield conn
-        finally:
-            conn.close()
 
     def issue(self, key_id: str, now: datetime) -> Challenge:
         """A new challenge for ``key_id`` (64 lowercase hex, checked by the caller), expiring
@@ -99,7 +97,7 @@ class Challenges:
         value = base64.urlsafe_b64encode(secrets.token_bytes(32)).rstrip(b"=").decode()
         expires = _micros(now + CHALLENGE_TTL)
         with self._connect() as conn:
-            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(self._begin)
             conn.execute("DELETE FROM challenges WHERE expires_us < ?", (_micros(now - _KEEP),))
             conn.execute(
                 "INSERT INTO challenges (challenge, key_id, expires_us) VALUES (?, ?, ?)",

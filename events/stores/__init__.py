@@ -11,8 +11,11 @@ PostgreSQL schema, for many API processes on many machines. A store is named by 
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote
 
 from events.errors import LogError
@@ -20,7 +23,14 @@ from events.errors import LogError
 if TYPE_CHECKING:
     from events.stores.sqlbase import SqlLog
 
-__all__ = ["open_reader", "open_store", "sqlite_path", "store_kind"]
+__all__ = [
+    "log_exists",
+    "open_reader",
+    "open_store",
+    "service_session",
+    "sqlite_path",
+    "store_kind",
+]
 
 
 def store_kind(url: str) -> Literal["sqlite", "postgresql"]:
@@ -86,3 +96,56 @@ def open_reader(url: str) -> SqlLog:
     from events.stores.postgres import PgLog
 
     return PgLog.open_readonly(url)
+
+
+def log_exists(url: str) -> bool:
+    """Whether a log is kept at ``url`` (a SQLite file there; the log tables in the schema).
+
+    Raises:
+        StorageFault: the store cannot be reached.
+    """
+    if store_kind(url) == "sqlite":
+        return sqlite_path(url).exists()
+    try:
+        open_reader(url).close()
+    except LogError as exc:
+        from events.stores.faults import StorageFault
+
+        if isinstance(exc, StorageFault):
+            raise
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def service_session(url: str, sqlite_file: Path, ddl: str) -> Iterator[tuple[Any, str]]:
+    """A short session for the service's own tables that every API process must share
+    (registration challenges, rate limits), made by ``ddl`` (``CREATE TABLE IF NOT EXISTS``)
+    if missing, and the statement that begins a write transaction on it: on PostgreSQL, a
+    pooled connection of the store; on SQLite, a connection to ``sqlite_file`` (durable
+    commits, a long busy wait)."""
+    if store_kind(url) == "postgresql":
+        from events.stores.postgres import pg_session
+
+        with pg_session(url) as session:
+            key = (url, ddl)
+            if key not in _MADE:
+                session.execute("BEGIN")
+                # Processes starting together must not race to make the same table.
+                session.execute("SELECT pg_advisory_xact_lock(hashtext(?))", (ddl,))
+                session.execute(ddl)
+                session.execute("COMMIT")
+                _MADE.add(key)
+            yield session, "BEGIN"
+        return
+    conn = sqlite3.connect(sqlite_file, isolation_level=None, check_same_thread=False, timeout=60)
+    try:
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("PRAGMA busy_timeout=60000")
+        conn.execute(ddl)
+        yield conn, "BEGIN IMMEDIATE"
+    finally:
+        conn.close()
+
+
+_MADE: set[tuple[str, str]] = set()  # the service tables this process made (or found)

@@ -44,7 +44,7 @@ from events.stores.pgsql import PgSession, adapt
 from events.stores.sqlbase import SqlLog
 from events.stores.sqlite_schema import SCHEMA_VERSION, WriterBusy
 
-__all__ = ["APPENDER", "PgLog", "display_url", "pg_fault", "pg_faults"]
+__all__ = ["APPENDER", "PgLog", "close_pools", "display_url", "pg_fault", "pg_faults", "pg_session"]
 
 APPENDER = "benchproof_appender"
 """The role every session acts as where it can: SELECT and INSERT on the log tables only."""
@@ -186,6 +186,24 @@ def close_pools() -> None:
         for pool in _POOLS.values():
             pool.close()
         _POOLS.clear()
+
+
+@contextlib.contextmanager
+def pg_session(url: str) -> Iterator[PgSession]:
+    """A session on a pooled connection of ``url`` for the service's own small tables
+    (challenges, rate limits): autocommit, or one transaction begun with ``BEGIN``."""
+    _check_url(url)
+    with pg_faults(url):
+        pool = _pool(url, False)
+        conn = pool.getconn()
+    try:
+        with pg_faults(url):
+            yield PgSession(conn)
+    finally:
+        with contextlib.suppress(psycopg.Error):
+            if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                conn.execute("ROLLBACK")
+        pool.putconn(conn)
 
 
 def _writer_key(schema: str) -> int:

@@ -155,6 +155,10 @@ class SqlLog(SqliteReads):
             finally:
                 self._conn.execute("COMMIT")
 
+    def close(self) -> None:
+        """Close the handle (each adapter lets go of what it holds)."""
+        raise NotImplementedError
+
     # --- appending ---------------------------------------------------------------------------
 
     def append(

@@ -114,7 +114,7 @@ _KEYED = (
     " (SELECT NULLIF(m.name, '') FROM p_manifests m WHERE"
     " m.digest = json_extract(CAST(view AS TEXT), '$.workloadDigest') AND m.valid_from <= ?),"
     " json_extract(CAST(view AS TEXT), '$.name'), '') AS k_workload,"
-    " (primary_value IS NULL) AS k_unvalued,"
+    " CASE WHEN primary_value IS NULL THEN 1 ELSE 0 END AS k_unvalued,"
     " COALESCE(CASE direction WHEN 'higher' THEN -primary_value ELSE primary_value END, 0.0)"
     " AS k_value"
     " FROM p_runs WHERE {where}"
@@ -180,7 +180,7 @@ def search_runs(
         clause, bound = _text_clause(text, p)
         clauses.append(clause)
         params += bound
-    sql = f"SELECT * FROM ({_KEYED.format(where=' AND '.join(clauses))})"
+    sql = f"SELECT * FROM ({_KEYED.format(where=' AND '.join(clauses))}) AS keyed"
     if after is not None:
         sql += f" WHERE ({_ORDER}) > (?, ?, ?, ?)"
         params += [after.workload, after.unvalued, after.value, after.digest]

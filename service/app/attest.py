@@ -29,7 +29,8 @@ from msgspec import UNSET, Meta, UnsetType
 from events.decoding import STATEMENT_TYPE
 from events.entries import INTOTO_PAYLOAD_TYPE, Pending, payload_digest
 from events.port import LogReader
-from events.stores.sqlite import SqliteLog
+from events.stores import open_reader
+from events.stores.sqlbase import SqlLog
 from events.types.attestations import ATTESTATION_PREDICATE
 from keys import VerifyingKey
 from projections import queries
@@ -237,7 +238,7 @@ class _Checked(NamedTuple):
     known: tuple[str, int] | None  # (entry id, position) when the log holds it already
 
 
-def _check(ledger: Ledger, ref: str, body: bytes, reads: SqliteLog) -> _Checked:
+def _check(ledger: Ledger, ref: str, body: bytes, reads: SqlLog) -> _Checked:
     signed = read_envelope(body, INTOTO_PAYLOAD_TYPE)
     if len(signed.payload) > MAX_STATEMENT_BYTES:
         raise InvalidStatement(f"the statement is over {MAX_STATEMENT_BYTES} bytes")
@@ -274,7 +275,7 @@ def _check(ledger: Ledger, ref: str, body: bytes, reads: SqliteLog) -> _Checked:
     return _Checked(pending, keyid, still_valid, next(iter(known.items())) if known else None)
 
 
-def receipt(ledger: Ledger, reads: SqliteLog, entry_id: str, seq: int, new: bool) -> Posting:
+def receipt(ledger: Ledger, reads: SqlLog, entry_id: str, seq: int, new: bool) -> Posting:
     """Where the entry landed, with a checkpoint that covers it and its inclusion proof."""
     # The commit wrote a checkpoint covering the entry; a later one covers it too.
     checkpoint = reads.latest_checkpoint()
@@ -292,7 +293,7 @@ def receipt(ledger: Ledger, reads: SqliteLog, entry_id: str, seq: int, new: bool
 
 
 def post_attestation(
-    ledger: Ledger, ref: str, body: bytes, *, admit: Admit, reads: SqliteLog | None = None
+    ledger: Ledger, ref: str, body: bytes, *, admit: Admit, reads: SqlLog | None = None
 ) -> Posting:
     """Append the attestation ``body`` (a DSSE envelope) on the run ``ref`` names, or find the
     entry that holds it already; ``admit`` hears of the attester once its signature verified.
@@ -308,7 +309,7 @@ def post_attestation(
         UnknownSubject, SubjectMismatch: the statement is about no run, or another one.
     """
     if reads is None:
-        with contextlib.closing(SqliteLog.open_readonly(ledger.data.db)) as opened:
+        with contextlib.closing(open_reader(ledger.data.store)) as opened:
             return post_attestation(ledger, ref, body, admit=admit, reads=opened)
     checked = _check(ledger, ref, body, reads)
     if checked.known is not None:
@@ -324,7 +325,7 @@ async def post_attestation_async(
     body: bytes,
     *,
     admit: Callable[[str], Awaitable[None]],
-    reads: SqliteLog,
+    reads: SqlLog,
 ) -> Posting:
     """``post_attestation`` for an event loop: the checks and the receipt run on the loop's
     thread, and the loop serves other requests while the writer commits (the ledger's

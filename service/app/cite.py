@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import msgspec
 
 from events.entries import format_instant
-from events.stores.sqlite import SqliteLog
+from events.stores.sqlbase import SqlLog
 from keys.notekeys import parse_vkey
 from projections import queries
 from projections.errors import AmbiguousRun, UnknownRun
@@ -62,7 +62,7 @@ def permalink(base: str, digest: str) -> str:
 
 
 def citation_receipt(
-    ledger: Ledger, conn: sqlite3.Connection, log: SqliteLog, ref: str, *, base: str
+    ledger: Ledger, conn: sqlite3.Connection, log: SqlLog, ref: str, *, base: str
 ) -> bytes:
     """A receipt for the run ``ref`` names, as the log stands now (its latest checkpoint): the
     statement signed by the log's key, the checkpoint, the run's ``run.ingested`` entry and its
@@ -107,7 +107,7 @@ def citation_receipt(
 
 
 def citation(
-    ledger: Ledger, conn: sqlite3.Connection, log: SqliteLog, ref: str, fmt: str, *, base: str
+    ledger: Ledger, conn: sqlite3.Connection, log: SqlLog, ref: str, fmt: str, *, base: str
 ) -> tuple[bytes, str]:
     """The citation of the run ``ref`` names in the format ``fmt``, and its media type.
 
@@ -202,7 +202,7 @@ class CheckedCitation(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=T
 
 
 def check_citation(
-    conn: sqlite3.Connection, log: SqliteLog, ref: str, digest: str, accessed: str
+    conn: sqlite3.Connection, log: SqlLog, ref: str, digest: str, accessed: str
 ) -> CheckedCitation:
     """Check a citation as pasted from a paper: ``ref`` (any run reference), ``digest``
     (``sha256:<hex>``) and ``accessed`` (a date ``YYYY-MM-DD`` or an RFC 3339 instant).
@@ -299,7 +299,7 @@ class OnlineCheck(msgspec.Struct, frozen=True):
 
 
 def verify_online(
-    ledger: Ledger, conn: sqlite3.Connection, log: SqliteLog, body: bytes, *, base: str
+    ledger: Ledger, conn: sqlite3.Connection, log: SqlLog, body: bytes, *, base: str
 ) -> OnlineCheck:
     """Check a receipt against this log: offline checks with its own key, then consistency from
     the receipt's checkpoint to the latest, and what changed for the run since.

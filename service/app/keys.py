@@ -217,7 +217,7 @@ def issue_challenge(ledger: Ledger, key_id: str) -> Challenge:
     """
     if not _KEY_ID.match(key_id):
         raise UsageError("keyId must be 64 lowercase hex digits (SHA-256 of the public key)")
-    return Challenges(ledger.data.db).issue(key_id, ledger.clock())
+    return Challenges(ledger.data.store, ledger.data.db).issue(key_id, ledger.clock())
 
 
 def _registration(signed: SignedBody) -> tuple[KeyRegistered, str]:
@@ -283,7 +283,7 @@ def register_key(ledger: Ledger, body: bytes, *, admit: Admit) -> Registered:
     signed = read_envelope(body, EVENT_PAYLOAD_TYPE)
     event, challenge = _registration(signed)
     check_signature(signed, _public_key(event, signed.signature.keyid))
-    challenges = Challenges(ledger.data.db)
+    challenges = Challenges(ledger.data.store, ledger.data.db)
     # A replayed registration (its challenge used) is refused before it counts against the key.
     challenges.check(challenge, event.keyId, ledger.clock())
     admit(event.keyId)

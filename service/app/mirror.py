@@ -42,6 +42,8 @@ from events.entries import decode_leaf
 from events.errors import EventError, LogCorrupted, LogError
 from events.merkle import leaf_hash
 from events.port import SignedCheckpoint, stored_entries
+from events.stores import open_reader
+from events.stores.sqlbase import SqlLog
 from events.stores.sqlite import SqliteLog
 from events.tiles import Tile, bundle_of, tile_of, tiles_for
 from keys import KeyringError, NoteVerifier, VerifyingKey, open_note
@@ -160,7 +162,7 @@ def export(
     if not data.exists():
         raise NotFound(f"no log in {root}")
     target = _fresh_folder(dest, "export DEST")
-    store = SqliteLog.open_readonly(data.db)
+    store = open_reader(data.store)
     try:
         checkpoint = _checkpoint_of(store, end)
         size = checkpoint.size
@@ -198,7 +200,7 @@ def export(
     )
 
 
-def _checkpoint_of(store: SqliteLog, size: int | None) -> SignedCheckpoint:
+def _checkpoint_of(store: SqlLog, size: int | None) -> SignedCheckpoint:
     """The checkpoint of ``size`` entries (default: the latest).
 
     Raises:
@@ -219,7 +221,7 @@ def _checkpoint_of(store: SqliteLog, size: int | None) -> SignedCheckpoint:
     raise UsageError(f"the log has no signed checkpoint of size {size}{hint}")
 
 
-def _log_vkey(store: SqliteLog, checkpoint: SignedCheckpoint) -> str:
+def _log_vkey(store: SqlLog, checkpoint: SignedCheckpoint) -> str:
     """The verifier key of the log key that signed ``checkpoint``, among the log keys the log
     registered under its origin.
 
@@ -376,7 +378,7 @@ def _fetch_leaves(
 
 
 def _take(
-    store: SqliteLog,
+    store: SqlLog,
     start: int,
     leaves: list[bytes],
     fetched: FetchedCheckpoint,
@@ -453,7 +455,7 @@ def _fetch_upper_tiles(source: TileSource, size: int) -> dict[Tile, bytes]:
     return tiles
 
 
-def _check_tiles(store: SqliteLog, upper: dict[Tile, bytes], size: int) -> None:
+def _check_tiles(store: SqlLog, upper: dict[Tile, bytes], size: int) -> None:
     """(4) The hash tiles of level 1 and up must be those of the tree the store holds (level-0
     tiles were checked leaf by leaf).
 
@@ -497,7 +499,8 @@ def _first_import(
         write_mirror(staging, MirrorInfo(verifier.name, verifier.vkey, described))
         if note is not None:
             note("building the views…")
-        Ledger.open(staging).close()  # folds every projection from position 0
+        # Folds every projection from position 0 (a new mirror is a SQLite file).
+        Ledger.open(staging, store=f"sqlite://{data.db.resolve()}").close()
         _move_into_place(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

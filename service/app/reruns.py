@@ -34,7 +34,7 @@ from events.entries import (
     format_instant,
     payload_digest,
 )
-from events.stores.sqlite import SqliteLog
+from events.stores.sqlbase import SqlLog
 from events.strictjson import check_strict_json
 from events.types import RERUN_PREDICATE_V2, RerunClaimedV2, RerunCompletedV2, RerunRequested
 from projections import queries
@@ -205,7 +205,7 @@ def rerun_list(conn: sqlite3.Connection, *, size: int, now: str, state: str | No
     return RerunPage(items, size)
 
 
-def request_bundle(conn: sqlite3.Connection, log: SqliteLog, request_id: str) -> dict[str, Any]:
+def request_bundle(conn: sqlite3.Connection, log: SqlLog, request_id: str) -> dict[str, Any]:
     """The harness's input material for a request: the run's digest and the manifests it was
     ingested with, by role.
 
@@ -280,7 +280,7 @@ def _instant(ledger: Ledger) -> str:
 
 
 def claim_rerun(
-    ledger: Ledger, request_id: str, body: bytes, reads: SqliteLog
+    ledger: Ledger, request_id: str, body: bytes, reads: SqlLog
 ) -> tuple[Recorded, bool]:
     """Append the worker's claim (``body``: its DSSE envelope over ``rerun.claimed.v2``); return
     it and whether this call appended it (the same claim again is the entry already held).
@@ -362,7 +362,7 @@ def _result(signed: SignedBody) -> RerunCompletedV2:
     return event
 
 
-def complete_rerun(ledger: Ledger, request_id: str, body: bytes, reads: SqliteLog) -> Posting:
+def complete_rerun(ledger: Ledger, request_id: str, body: bytes, reads: SqlLog) -> Posting:
     """Append the worker's result (``body``: its DSSE envelope over the in-toto statement) and
     answer where it landed, with a checkpoint and the inclusion proof.
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from events.errors import LogError
+from events.stores import open_reader
+from events.stores.faults import StorageFault
 from service.config import DataDir
 from service.errors import NotFound
-from service.verification import VerifyReport, verify_log
+from service.verification import Finding, VerifyReport, verify_log
 
 __all__ = ["verify"]
 
@@ -21,4 +24,15 @@ def verify(root: Path) -> VerifyReport:
     data = DataDir(root)
     if not data.exists():
         raise NotFound(f"no log in {root} (run `benchproof init --data {root}`)")
-    return verify_log(data.db)
+    if data.on_sqlite:
+        return verify_log(data.db)
+    try:
+        log = open_reader(data.store)
+    except LogError as exc:
+        if isinstance(exc, StorageFault):
+            raise
+        return VerifyReport(findings=[Finding(0, exc.detail)])
+    try:
+        return verify_log(log)
+    finally:
+        log.close()

@@ -78,7 +78,7 @@ def _with_ledger(args: argparse.Namespace, fn: Callable[[Ledger], int]) -> int:
 
 
 def _init(args: argparse.Namespace) -> int:
-    ledger, created = init_data_dir(args.data, origin=args.origin)
+    ledger, created = init_data_dir(args.data, origin=args.origin, store=args.store)
     with ledger:
         state = "initialised" if created else "already initialised"
         print(f"{args.data}: {state}; log {ledger.store.origin}, {ledger.store.size} entries")

@@ -165,9 +165,12 @@ def create_app(
     configure_logging()
     own = ledger is None
     ledger = ledger if ledger is not None else Ledger.open(settings.data, clock=clock or utcnow)
-    reader = Reader(ledger.data.db)
+    reader = Reader(ledger.data.store)
     limiter = RateLimiter(
-        ledger.data.limits, settings.limits, clock=lambda: ledger.clock().timestamp()
+        ledger.data.limits,
+        settings.limits,
+        clock=lambda: ledger.clock().timestamp(),
+        store=ledger.data.store,
     )
     gate = Gate(limiter, settings.trusted_proxies)
     services = Services(ledger, reader, gate, settings.public_url)

@@ -9,9 +9,9 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from pathlib import Path
 
-from events.stores.sqlite import SqliteLog
+from events.stores import open_reader
+from events.stores.sqlbase import SqlLog
 from projections import queries
 from service.web.caching import ANSWERING, etag_of
 
@@ -24,8 +24,8 @@ class Reader:
     """Read access to the projections and the log for request handlers (the ledger's writer is
     for writes: appends and signing a checkpoint)."""
 
-    def __init__(self, db: Path, *, cache_size: int = 8192) -> None:
-        self.db = db
+    def __init__(self, store: str, *, cache_size: int = 8192) -> None:
+        self.store = store
         self._local = threading.local()
         self._cache: OrderedDict[tuple[object, ...], tuple[bytes, str]] = OrderedDict()
         self._cache_size = cache_size
@@ -35,18 +35,20 @@ class Reader:
         self._size_at = -1.0
 
     @property
-    def log(self) -> SqliteLog:
+    def log(self) -> SqlLog:
         """This thread's read-only handle on the log (its session reads the projections)."""
-        log: SqliteLog | None = getattr(self._local, "log", None)
+        log: SqlLog | None = getattr(self._local, "log", None)
         if log is None:
-            log = SqliteLog.open_readonly(self.db)
+            log = open_reader(self.store)
             self._local.log = log
         return log
 
     @property
     def conn(self) -> sqlite3.Connection:
-        """This thread's read-only connection, for the projections' queries."""
-        return self.log.session
+        """This thread's read-only session, for the projections' queries (on PostgreSQL, one
+        that speaks as a ``sqlite3.Connection`` does: ``events.stores.pgsql``)."""
+        session: sqlite3.Connection = self.log.session
+        return session
 
     def size(self) -> int:
         """The committed log size, as the projections have applied it. Read at most every

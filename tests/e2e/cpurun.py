@@ -15,6 +15,8 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
+
 from events import check_manifest
 from service.harness.environment import detect
 
@@ -84,7 +86,8 @@ def _referenced() -> dict[str, dict[str, Any]]:
                 "vendor": vendor or "unknown",
                 "product": here["model"],
                 "architecture": here["architecture"],
-            }
+            },
+            "software": {"framework": {"name": "numpy", "version": np.__version__}},
         },
     )
     implementation = _m(
