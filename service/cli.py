@@ -84,7 +84,7 @@ def _store_url(text: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from service.commands import answers, backup, register_all
+    from service.commands import answers, backup, migrate, register_all
 
     common = _common()
     parser = _Parser(
@@ -98,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_all(sub, common)
     answers.register(sub, common)
     backup.register(sub, common)
+    migrate.register(sub, common)
     return parser
 
 

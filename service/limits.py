@@ -133,7 +133,7 @@ class RateLimiter:
                         )
                 conn.executemany(
                     "INSERT INTO rate_limits VALUES (?, ?, ?, ?, 1) ON CONFLICT"
-                    " (scope, subject, span, start) DO UPDATE SET count = count + 1",
+                    " (scope, subject, span, start) DO UPDATE SET count = rate_limits.count + 1",
                     [(scope, subject, span, start) for scope, subject, span, start, _ in wanted],
                 )
                 conn.execute("DELETE FROM rate_limits WHERE start + span < ?", (now - DAY,))

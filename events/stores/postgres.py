@@ -143,7 +143,7 @@ def pg_faults(url: str) -> Iterator[None]:
         raise fault from exc
 
 
-_POOLS: dict[tuple[str, bool], ConnectionPool[Any]] = {}
+_POOLS: dict[tuple[str, bool], tuple[ConnectionPool[Any], int]] = {}  # and its users
 _POOLS_LOCK = threading.Lock()
 
 
@@ -161,9 +161,12 @@ def _configure(readonly: bool) -> Any:
     return configure
 
 
-def _pool(url: str, readonly: bool) -> ConnectionPool[Any]:
+def _borrow(url: str, readonly: bool) -> tuple[ConnectionPool[Any], psycopg.Connection[Any]]:
+    """A connection from this process's pool of ``url`` (made at its first user), which counts
+    one more user until ``_give_back``."""
+    key = (url, readonly)
     with _POOLS_LOCK:
-        pool = _POOLS.get((url, readonly))
+        pool, users = _POOLS.get(key, (None, 0))
         if pool is None:
             pool = ConnectionPool(
                 url,
@@ -175,17 +178,48 @@ def _pool(url: str, readonly: bool) -> ConnectionPool[Any]:
                 name=f"benchproof-{'r' if readonly else 'w'}",
                 timeout=30,
             )
-            pool.open(wait=True, timeout=30)
-            _POOLS[url, readonly] = pool
-        return pool
+            try:
+                pool.open(wait=True, timeout=30)
+            except BaseException:
+                pool.close()
+                raise
+        _POOLS[key] = (pool, users + 1)
+    try:
+        return pool, pool.getconn()
+    except BaseException:
+        _give_back(url, readonly, pool, None)
+        raise
+
+
+def _give_back(
+    url: str, readonly: bool, pool: ConnectionPool[Any], conn: psycopg.Connection[Any] | None
+) -> None:
+    """Return ``conn`` to its pool; the pool's last user closes it (a process that opened
+    many stores, as a test run does, holds no connection to the ones it is done with)."""
+    if conn is not None:
+        with contextlib.suppress(psycopg.Error):
+            if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                conn.execute("ROLLBACK")
+        pool.putconn(conn)
+    key = (url, readonly)
+    with _POOLS_LOCK:
+        held = _POOLS.get(key)
+        if held is None or held[0] is not pool:
+            return
+        if held[1] > 1:
+            _POOLS[key] = (pool, held[1] - 1)
+            return
+        del _POOLS[key]
+    pool.close()
 
 
 def close_pools() -> None:
-    """Close every pool of this process (at exit, or before a fork)."""
+    """Close every pool of this process."""
     with _POOLS_LOCK:
-        for pool in _POOLS.values():
-            pool.close()
+        pools = [pool for pool, _ in _POOLS.values()]
         _POOLS.clear()
+    for pool in pools:
+        pool.close()
 
 
 @contextlib.contextmanager
@@ -194,16 +228,12 @@ def pg_session(url: str) -> Iterator[PgSession]:
     (challenges, rate limits): autocommit, or one transaction begun with ``BEGIN``."""
     _check_url(url)
     with pg_faults(url):
-        pool = _pool(url, False)
-        conn = pool.getconn()
+        pool, conn = _borrow(url, False)
     try:
         with pg_faults(url):
             yield PgSession(conn)
     finally:
-        with contextlib.suppress(psycopg.Error):
-            if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                conn.execute("ROLLBACK")
-        pool.putconn(conn)
+        _give_back(url, False, pool, conn)
 
 
 def _writer_key(schema: str) -> int:
@@ -255,8 +285,7 @@ class PgLog(SqlLog):
         """
         _check_url(url)
         with pg_faults(url):
-            pool = _pool(url, False)
-            conn = pool.getconn()
+            pool, conn = _borrow(url, False)
             try:
                 schema = str(conn.execute("SELECT current_schema()").fetchone()[0])  # type: ignore[index,unused-ignore]
                 if create:
@@ -282,7 +311,7 @@ class PgLog(SqlLog):
                         "understands"
                     )
             except BaseException:
-                pool.putconn(conn)
+                _give_back(url, False, pool, conn)
                 raise
         return cls(url, pool, conn, stored, schema)
 
@@ -295,15 +324,14 @@ class PgLog(SqlLog):
         """
         _check_url(url)
         with pg_faults(url):
-            pool = _pool(url, True)
-            conn = pool.getconn()
+            pool, conn = _borrow(url, True)
             try:
                 schema = str(conn.execute("SELECT current_schema()").fetchone()[0])  # type: ignore[index,unused-ignore]
                 if not _has_log(conn):
                     raise LogError(f"no log at {display_url(url)}")
                 stored = _origin(conn)
             except BaseException:
-                pool.putconn(conn)
+                _give_back(url, True, pool, conn)
                 raise
         return cls(url, pool, conn, stored or "", schema, readonly=True)
 
@@ -316,10 +344,7 @@ class PgLog(SqlLog):
     def close(self) -> None:
         raw, self._raw = self._raw, None
         if raw is not None:
-            with contextlib.suppress(psycopg.Error):
-                if self._pg.in_transaction:
-                    raw.execute("ROLLBACK")
-            self._pool_of.putconn(raw)
+            _give_back(self.url, self.readonly, self._pool_of, raw)
 
     @property
     def session(self) -> PgSession:

@@ -530,7 +530,9 @@ def _compare(
                         report.failures.append(Failure("signed answers", problem, run=digest))
                     else:
                         report.answersSigned += 1
-                local = msgspec.to_builtins(show_run(conn, store, digest, size, size=size))
+                # As JSON would carry it, the server's way: ``to_builtins`` keeps tuples
+                # (a rerun's samples), which would never equal the server's lists.
+                local = _DEC.decode(_ENC.encode(show_run(conn, store, digest, size, size=size)))
                 try:
                     remote = _DEC.decode(body)
                 except msgspec.DecodeError:

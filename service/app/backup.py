@@ -96,6 +96,12 @@ def backup(
         raise UsageError(f"{dest.parent} is not a folder: create it first")
     if not data.exists():
         raise NotInitialised(f"no log in {root} (run `benchproof init --data {root}`)")
+    if not data.on_sqlite:
+        raise UsageError(
+            f"{root} keeps its log on a database server: back it up with the server's own tools "
+            "(pg_dump, base backups), or copy the log into a SQLite file with `benchproof "
+            "migrate-store URL sqlite:///PATH`"
+        )
     # The keys are read (and a bad key file refused) before anything is written; whether they
     # are the log's is checked on the copy, against its own keyring and checkpoint.
     mirror = read_mirror(data.root)

@@ -40,6 +40,11 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "verify", parents=[common], help="verify every entry, the tree and the checkpoints"
     )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print {ok, entries, root, checkpoints, checkpointSize, findings} as one JSON object",
+    )
     p.set_defaults(handler=_verify)
 
     log = sub.add_parser(
@@ -87,25 +92,67 @@ def _init(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    data = DataDir(args.data)
     # The mark is read first: sizes only grow, so the mark read before the verification's
     # snapshot is at most what that snapshot holds, whatever a live server commits meanwhile.
-    committed = read_committed(DataDir(args.data).db)
+    # Only a SQLite store keeps one (beside its file).
+    committed = read_committed(data.db) if data.on_sqlite else None
     report = verify(args.data)
     short = _shorter_than_committed(args.data, report.entries, committed) if report.ok else None
+    findings = [_finding(f.position, f.reason) for f in report.findings]
+    if short is not None:
+        findings.append(_finding(report.entries, short))
+    if args.json:
+        answer = VerifyAnswer(
+            not findings,
+            report.entries,
+            report.root,
+            report.checkpoints,
+            report.checkpoint_size,
+            findings,
+        )
+        sys.stdout.buffer.write(_ENC.encode(answer) + b"\n")
     if short is not None:
         sys.stderr.write(f"benchproof: verify failed: {short}\n")
         return 1
     if report.ok:
-        print(
-            f"ok: {report.entries} entries verified; root {report.root}; "
-            f"{report.checkpoints} checkpoints, the latest at size {report.checkpoint_size}"
-        )
+        if not args.json:
+            print(
+                f"ok: {report.entries} entries verified; root {report.root}; "
+                f"{report.checkpoints} checkpoints, the latest at size {report.checkpoint_size}"
+            )
         return 0
     first = report.findings[0]
     more = f" ({len(report.findings) - 1} more problems)" if len(report.findings) > 1 else ""
-    where = f" at position {first.position}" if first.position < 2**62 else ""
+    where = f" at position {first.position}" if first.position < _NO_POSITION else ""
     sys.stderr.write(f"benchproof: verify failed{where}: {first.reason}{more}\n")
     return 1
+
+
+class VerifyFinding(msgspec.Struct, frozen=True):
+    """One problem ``verify --json`` reports: the entry to blame (None: the log as a whole)."""
+
+    position: int | None
+    reason: str
+
+
+class VerifyAnswer(msgspec.Struct, frozen=True):
+    """``verify --json``: whether the log verified, its size and root (lowercase hex), how many
+    checkpoints it holds and the size of the latest, and every problem found."""
+
+    ok: bool
+    entries: int
+    root: str
+    checkpoints: int
+    checkpointSize: int | None
+    findings: list[VerifyFinding]
+
+
+_NO_POSITION = 2**62  # what ``service.verification`` blames when no entry is to blame
+
+
+def _finding(position: int, reason: str) -> VerifyFinding:
+    return VerifyFinding(position if position < _NO_POSITION else None, reason)
 
 
 def _shorter_than_committed(root: Path, entries: int, committed: int | None) -> str | None:

@@ -84,6 +84,11 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "replay", parents=[common], help="rebuild every projection from the log and compare"
     )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print {ok, entries, digests, differences} as one JSON object",
+    )
     p.set_defaults(handler=_replay)
 
 
@@ -326,10 +331,23 @@ def _history(args: argparse.Namespace) -> int:
 def _replay(args: argparse.Namespace) -> int:
     with Ledger.open(args.data) as ledger:
         report = replay(ledger)
-    for table, digest in report.digests.items():
-        print(f"  {table:<16} {digest}")
+    if args.json:
+        answer = {
+            "ok": report.ok,
+            "entries": report.entries,
+            "digests": report.digests,
+            "differences": report.differences,
+        }
+        _write(answer)
+    else:
+        for table, digest in report.digests.items():
+            print(f"  {table:<16} {digest}")
+        if report.ok:
+            print(
+                f"ok: {report.entries} entries replayed; every projection equals the "
+                "incremental one"
+            )
     if report.ok:
-        print(f"ok: {report.entries} entries replayed; every projection equals the incremental one")
         return 0
     first = report.differences[0]
     sys.stderr.write(

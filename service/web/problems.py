@@ -116,11 +116,24 @@ def storage_problem(exc: Exception) -> ProblemDetailsException:
     return to_problem(fault if fault is not None else exc)
 
 
+def server_problem(exc: Exception) -> ProblemDetailsException:
+    """A PostgreSQL error that escaped the store (a projection's query, the rate limits', the
+    key challenges'): the storage fault it is (unreachable, read-only, full, busy), else a
+    plain 500 problem."""
+    from events.stores.postgres import pg_fault
+
+    fault = pg_fault(exc, "the log's database")
+    return to_problem(fault if fault is not None else exc)
+
+
 def plugin() -> ProblemDetailsPlugin:
     roots: tuple[type[Exception], ...] = (EventError, KeyringError, ProjectionError, ServiceError)
     mapping: dict[type[Exception], Any] = {root: to_problem for root in roots}
     mapping[sqlite3.Error] = storage_problem
     mapping[OSError] = storage_problem
+    import psycopg
+
+    mapping[psycopg.Error] = server_problem
     mapping[ValidationException] = invalid_request
     return ProblemDetailsPlugin(
         ProblemDetailsConfig(

@@ -17,8 +17,10 @@ import httpx
 import pytest
 
 from events.tiles import decode_bundle, encode_bundle
+from events.types import RerunRequested
 from keys import SigningKey
-from service.ledger import Ledger
+from service.ledger import Ledger, init_data_dir
+from tests.builders import bundle, ingest_event, key_registration, rerun_claim, rerun_v2
 from tests.cli.conftest import Runner
 from tests.corpora import corpus
 from tests.integration.test_key_lifecycle import _attestation
@@ -364,3 +366,30 @@ def test_the_fast_path_checks_the_log_but_neither_replays_nor_compares(
     assert report["entries"] == report["treeSize"]
     assert report["runsCompared"] == 0
     assert report["checked"] == ["checkpoint", "tiles", "tree", "signatures", "log"]
+
+
+def test_a_log_holding_a_rerun_passes(bp: Runner, tmp_path: Path) -> None:
+    """A rerun's samples are a tuple in the replay's dossier and a list in the server's JSON:
+    the audit compares them as the same JSON array (it used to fail on every such log)."""
+    data = tmp_path / "data"
+    ledger, _ = init_data_dir(data)
+    with ledger:
+        parts = bundle(group=1, author=1, value=1000, raw_evidence=True)
+        digest = parts["run"].digest
+        ledger.append([(ingest_event(parts), digest)])
+        worker = SigningKey.generate()
+        ledger.append([(key_registration(worker, "rerunner"), worker.key_id)])
+        request = ledger.append([(RerunRequested(runDigest=digest, reason="audit"), digest)])[0]
+        ledger.append_pending([rerun_claim(digest, request.payloadDigest, worker)])
+        samples = [1010.0, 990.0, 1000.0, 1005.0, 995.0]
+        ledger.append_pending([rerun_v2(digest, worker, samples, request_id=request.payloadDigest)])
+    key = tmp_path / "log.vkey"
+    key.write_text(bp("log", "key", "--data", data).stdout)
+    with served(data) as url:
+        (rerun,) = httpx.get(f"{url}/v1/runs/{digest}").json()["reruns"]
+        assert rerun["samples"] == samples  # what the audit compares the replay with
+        code, report = _audit(bp, url, key)
+    assert code == 0, report
+    assert report["runsCompared"] == 1
+    checked = report["checked"]
+    assert isinstance(checked, list) and "views" in checked

@@ -1,6 +1,6 @@
 """The behaviour every store of the log must show (``events.port.LogStore``), written against the
-port alone and run against each adapter: today the SQLite one. A second adapter (PostgreSQL)
-adds itself to ``ADAPTERS`` and runs these tests unchanged.
+port alone and run against each adapter: the SQLite one always, and the PostgreSQL one when a
+server is named (``BENCHPROOF_TEST_PG``: ``make test-postgres``), unchanged.
 
 Append-only, idempotent appends, atomic batches and transactions, checkpoints that cover every
 entry, proofs for any sizes, ranged reads that agree with each other, and mirrored leaves (the
@@ -30,11 +30,13 @@ from events.merkle import (
     verify_inclusion,
 )
 from events.port import LogStore, SignedCheckpoint
+from events.stores.postgres import PgLog
 from events.stores.sqlite import SqliteLog
 from events.types import ReportFiled
 from keys import SigningKey, open_note
 from service.ledger import pending_of
 from service.signing import Signers
+from tests.stores import fresh_pg_url, pg_base
 
 RUN = "sha256:" + "cd" * 32
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
@@ -48,7 +50,20 @@ def _sqlite(path: Path, origin: str) -> LogStore[Any]:
     return SqliteLog.open(path / "log.db", origin=origin, create=True)
 
 
+_PG_URLS: dict[Path, str] = {}  # the schema each path stands for: one store per path
+
+
+def _postgres(path: Path, origin: str) -> LogStore[Any]:
+    base = pg_base()
+    assert base is not None
+    if path not in _PG_URLS:
+        _PG_URLS[path] = fresh_pg_url(base)
+    return PgLog.open(_PG_URLS[path], origin=origin, create=True)
+
+
 ADAPTERS: dict[str, Factory] = {"sqlite": _sqlite}
+if pg_base() is not None:  # `make test-postgres`: the same tests on a PostgreSQL server
+    ADAPTERS["postgresql"] = _postgres
 
 
 @pytest.fixture(params=sorted(ADAPTERS))

@@ -8,35 +8,32 @@ it."""
 
 from __future__ import annotations
 
-import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.deployment import Deployment
 from tests.servers import SCRIPT
+from tests.stores import default_store_kind, drop_pg_schema, make_store_url, pg_base
 
-try:
-    from tests.stores import default_store_kind, make_store_url
-except ImportError:  # the helper is being written: until then, the data directory's SQLite
-
-    def default_store_kind() -> str:
-        """The store kind the scenarios run on (stand-in: always SQLite)."""
-        return "sqlite"
-
-    def make_store_url(kind: str, tmp_path: Path) -> str:
-        """The ``--store`` URL of a fresh store of ``kind`` ("" for the default SQLite file)."""
-        assert kind == "sqlite", f"no PostgreSQL helper yet (tests/stores.py) for {kind}"
-        return ""
+collect_ignore = [] if pg_base() else ["test_stores_agree.py"]
 
 
-collect_ignore = [] if os.environ.get("BENCHPROOF_TEST_PG") else ["test_stores_agree.py"]
+@pytest.fixture(autouse=True)
+def _no_store_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scenarios name their store by ``init --store`` alone: a ``$BENCHPROOF_STORE`` of the
+    caller's would override the store each data directory recorded."""
+    monkeypatch.delenv("BENCHPROOF_STORE", raising=False)
 
 
 @pytest.fixture
-def deployment(tmp_path: Path) -> Deployment:
-    """A data directory initialised on a fresh store of the kind this run is for."""
+def deployment(tmp_path: Path) -> Iterator[Deployment]:
+    """A data directory initialised on a fresh store of the kind this run is for (its
+    PostgreSQL schema, if any, dropped after the test)."""
     assert SCRIPT.exists(), f"the console script is not installed at {SCRIPT}"
     made = Deployment(tmp_path, make_store_url(default_store_kind(), tmp_path))
     made.init()
-    return made
+    yield made
+    if made.store:
+        drop_pg_schema(made.store)

@@ -57,12 +57,15 @@ class Server:
 
 class Deployment:
     """A data directory ``root/data`` whose log lives in ``store`` ("" for the directory's own
-    SQLite file, else a store URL given to ``init --store``)."""
+    SQLite file, else a store URL given to ``init --store``, which records it: later commands
+    name only the directory). With ``pinned``, every command names the store (``--store``), for
+    a directory whose keys serve a log that another store holds a copy of."""
 
-    def __init__(self, root: Path, store: str) -> None:
+    def __init__(self, root: Path, store: str, *, pinned: bool = False) -> None:
         self.root = root
         self.data = root / "data"
         self.store = store
+        self.pinned = ("--store", store) if pinned else ()
 
     def init(self) -> str:
         """``benchproof init`` (with ``--store`` when this deployment names one); its output."""
@@ -71,7 +74,7 @@ class Deployment:
 
     def cli(self, *args: object, input: str | None = None) -> subprocess.CompletedProcess[str]:
         """``benchproof ARGS… --data DATA`` in a child process."""
-        return run_cli(*args, "--data", self.data, input=input)
+        return run_cli(*args, "--data", self.data, *self.pinned, input=input)
 
     def ok(self, *args: object) -> str:
         """``cli(*args)``, which must exit 0; its standard output."""
@@ -96,7 +99,7 @@ class Deployment:
     @contextmanager
     def serve(self, *options: object) -> Iterator[Server]:
         """``benchproof serve --data DATA`` until the block ends."""
-        with served(self.data, *options) as url:
+        with served(self.data, *self.pinned, *options) as url:
             server = Server(url)
             try:
                 yield server
