@@ -177,6 +177,7 @@ def create_app(
 
     def on_shutdown() -> None:
         limiter.close()
+        reader.close()
         if own:
             ledger.close()
 

@@ -27,6 +27,8 @@ class Reader:
     def __init__(self, store: str, *, cache_size: int = 8192) -> None:
         self.store = store
         self._local = threading.local()
+        self._opened: list[SqlLog] = []  # every thread's handle, closed with the app
+        self._generation = 0
         self._cache: OrderedDict[tuple[object, ...], tuple[bytes, str]] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
@@ -37,11 +39,23 @@ class Reader:
     @property
     def log(self) -> SqlLog:
         """This thread's read-only handle on the log (its session reads the projections)."""
-        log: SqlLog | None = getattr(self._local, "log", None)
-        if log is None:
-            log = open_reader(self.store)
-            self._local.log = log
+        held: tuple[int, SqlLog] | None = getattr(self._local, "log", None)
+        if held is not None and held[0] == self._generation:
+            return held[1]
+        log = open_reader(self.store)
+        with self._lock:
+            self._opened.append(log)
+            self._local.log = (self._generation, log)
         return log
+
+    def close(self) -> None:
+        """Close every thread's handle (when the app shuts down: on a database server, each
+        holds a pooled connection)."""
+        with self._lock:
+            opened, self._opened = self._opened, []
+            self._generation += 1  # a thread's closed handle is never used again
+        for log in opened:
+            log.close()
 
     @property
     def conn(self) -> sqlite3.Connection:
