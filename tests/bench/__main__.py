@@ -7,7 +7,7 @@ import importlib
 import platform
 import time
 
-SECTIONS = ["digests", "log", "ingest", "projections", "http", "attest", "cite", "audit"]
+SECTIONS = ["digests", "log", "ingest", "projections", "http", "attest", "cite", "audit", "stores"]
 
 
 def main() -> None:

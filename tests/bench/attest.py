@@ -64,7 +64,7 @@ def _serve_and_post(
 ) -> tuple[int, int, float]:
     """Entries appended, checkpoints committed, and p99 (ms) while ``wrk`` posts ``bodies`` to
     ``benchproof serve --workers N`` for the run's seconds."""
-    limits = ("--limit-key-hour", "0", "--limit-key-day", "0")
+    limits: tuple[str, ...] = ("--limit-key-hour", "0", "--limit-key-day", "0")
     limits += ("--limit-address-hour", "0", "--limit-address-day", "0")
     with served(data, "--workers", workers, *limits) as base:
         log = SqliteLog.open_readonly(data / "benchproof.db")
