@@ -521,7 +521,8 @@ def init_data_dir(
     register the index key (self-signed) and the log key, and record the default tolerance
     policy. Idempotent. ``store``: the URL of the log's store (default: the directory's own
     SQLite file, or ``$BENCHPROOF_STORE``); given, it is recorded in the directory (``store``)
-    for every later command.
+    for every later command. A directory that names another store already is pointed at
+    ``store`` only when a log is there (copied by ``migrate-store``).
 
     Returns the open ledger and whether anything was created.
 
@@ -546,17 +547,18 @@ def init_data_dir(
     data.ensure()
     created = False
     recorded = data.recorded_store()
-    if store and recorded and recorded != store:
-        raise UsageError(
-            f"{root} keeps its log in another store ({data.store_file} names it): "
-            "`benchproof migrate-store` copies a log between stores"
-        )
     url = data.store
+    exists = log_exists(url)
+    if store and recorded and recorded != store and not exists:
+        # Pointing the directory at another store is for a log already there (one that
+        # `migrate-store` copied); its keys are checked against that log's when it opens.
+        raise UsageError(
+            f"{root} keeps its log in another store ({data.store_file} names it), and {store} "
+            "holds no log: `benchproof migrate-store` copies a log between stores"
+        )
     opened = open_store(
-        url, origin=origin if origin else None if log_exists(url) else DEFAULT_ORIGIN, create=True
+        url, origin=origin if origin else None if exists else DEFAULT_ORIGIN, create=True
     )
-    if store and not recorded:
-        data.record_store(store)
     keys = {}
     try:
         for name, path in (("index", data.index_key), ("log", data.log_key)):
@@ -588,4 +590,6 @@ def init_data_dir(
         created = True
     elif ledger.projections.position() != opened.size:
         raise LogError("projections are behind the log")
+    if store and recorded != store:  # once the log opened with this directory's keys
+        data.record_store(store)
     return ledger, created

@@ -117,3 +117,20 @@ def test_a_host_that_makes_no_permalink_is_400(world: World) -> None:
         f"/v1/runs/{world.runs[0]}/citation", params={"format": "text"}, headers={"host": "[::1"}
     )
     problem(r, 400, "bad-request")
+
+
+def test_the_run_page_names_the_public_url_in_its_permalink_and_citations(world: World) -> None:
+    """Behind a proxy (``--public-url``), the page's permalink and citations name the public
+    address, as the API's citations do, not the address the request came to."""
+    from litestar.testing import TestClient
+
+    from service.config import Settings
+    from service.web.app import create_app
+
+    public = "https://index.example"
+    app = create_app(Settings(data=world.ledger.data.root, public_url=public), ledger=world.ledger)
+    with TestClient(app=app) as client:
+        page = client.get(f"/runs/{world.runs[0]}")
+    assert page.status_code == 200
+    assert f"{public}/runs/{world.runs[0]}" in page.text
+    assert "testserver" not in page.text

@@ -7,9 +7,12 @@ Collected only when a PostgreSQL cluster is given (``BENCHPROOF_TEST_PG``; see c
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import quote
+
+import httpx
 
 from tests.e2e import steps
-from tests.e2e.deployment import Deployment
+from tests.e2e.deployment import Deployment, Server
 from tests.servers import run_cli
 from tests.stores import drop_pg_schema, make_store_url
 
@@ -50,9 +53,57 @@ def _compare(sqlite: Deployment, url: str, rerun: str, receipt: Path, vkey: Path
     assert postgresql.ok("log", "checkpoint") == sqlite.ok("log", "checkpoint")
     # Served from PostgreSQL, the copy passes the remote audit, and the log that issued the
     # receipt on SQLite answers for it (same key, a consistent checkpoint).
-    with postgresql.serve() as server:
+    pinned_sqlite = Deployment(sqlite.root, source, pinned=True)
+    public = ("--public-url", "https://index.example")  # the same permalinks in both answers
+    with postgresql.serve(*public) as server, pinned_sqlite.serve(*public) as served_sqlite:
+        _same_answers(served_sqlite, server, on_sqlite.size)
         assert server.run(rerun)["runDigest"] == rerun
         assert server.size() == on_sqlite.size
         steps.audit(postgresql, server)
         online = run_cli("verify-citation", receipt, "--log-key", vkey, "--server", server.url)
         assert online.returncode == 0, online.stderr
+
+
+def _paths(server: Server, size: int) -> list[str]:
+    """The reads to compare: every kind of view, now and as of several older sizes."""
+    runs = [r["runDigest"] for r in server.get("/v1/runs?limit=200")["items"]]
+    groups = sorted({g for r in runs if (g := server.run(r).get("groupKey"))})
+    attestations = server.get("/v1/attestations")
+    sizes = sorted({3, size // 3, size // 2, size - 1, size})
+    paths = ["/v1/keys", "/v1/reruns", "/v1/sources", "/", "/log", "/v1/log/checkpoint"]
+    paths += ["/v1/runs?q=liger", "/v1/runs?q=ATTENTION&limit=5", "/v1/runs?evidenceLevel=verified"]
+    for at in sizes:
+        paths += [
+            f"/v1/runs?asOf={at}",
+            f"/v1/runs?limit=7&asOf={at}",
+            f"/v1/log/entries?start=0&asOf={at}",
+        ]
+        paths += [f"/v1/runs/{r}?asOf={at}" for r in runs[:40]]
+        paths += [f"/v1/groups/{quote(g, safe='')}?asOf={at}" for g in groups[:20]]
+    paths += [f"/v1/runs/{r}/history" for r in runs[:40]]
+    paths += [f"/runs/{r}" for r in runs[:10]]
+    paths += [f"/v1/attestations?subject={a['runDigest']}" for a in attestations["items"][:5]]
+    paths += [f"/v1/attestations/{a['id']}" for a in attestations["items"][:5]]
+    return paths
+
+
+def _same_answers(sqlite: Server, postgresql: Server, size: int) -> None:
+    """Both servers give the same answer to every read, byte for byte: status, body and
+    signature (the same key signs the same bytes: Ed25519 is deterministic)."""
+    compared = 0
+    with httpx.Client(timeout=60) as client:
+        for path in _paths(sqlite, size):
+            a = client.get(sqlite.url + path)
+            b = client.get(postgresql.url + path)
+            assert (a.status_code, path) == (b.status_code, path)
+            if a.content != b.content:
+                import difflib
+
+                diff = "\n".join(
+                    difflib.unified_diff(a.text.splitlines(), b.text.splitlines(), lineterm="", n=1)
+                )
+                raise AssertionError(f"{path}\n{diff}")
+            signature = "Benchproof-Signature"
+            assert a.headers.get(signature) == b.headers.get(signature), path
+            compared += 1
+    assert compared > 100

@@ -19,7 +19,7 @@ from service.app.keylist import KeyRecord
 from service.dossier import short_id
 from service.web import community, present, sections
 from service.web.caching import respond, settled
-from service.web.deps import LedgerDep, ReaderDep
+from service.web.deps import LedgerDep, ReaderDep, ServicesDep
 from service.web.pages.render import HTML, render
 from service.web.params import AsOf, as_of
 
@@ -31,18 +31,20 @@ def run_page(
     request: Request[Any, Any, Any],
     reader: ReaderDep,
     ledger: LedgerDep,
+    services: ServicesDep,
     ref: FromPath[Path],
     as_of_text: AsOf = None,
 ) -> Template | Response[bytes]:
     """The run dossier (``…/history``: the run's history); an ambiguous alias answers 300 with
-    its candidates as links."""
+    its candidates as links. Permalinks and citations name ``--public-url``, else the address
+    the request came to."""
     at = as_of(reader, as_of_text)
     urls = present.Urls(at)
     text = str(ref).lstrip("/")
     if text.endswith("/history"):
         return _history_page(request, reader, text.removesuffix("/history"), at, as_of_text)
     accessed = ledger.clock().date().isoformat()
-    base = str(request.base_url).rstrip("/")
+    base = services.base(request)
     size = reader.size()
 
     def make() -> bytes:
