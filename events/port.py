@@ -6,13 +6,15 @@ ranges; it appends a batch of pendings in one transaction (entries, tree nodes, 
 checkpoint and, through a projector, the projections), and it takes in leaves that another log
 wrote (a mirror), byte for byte and at the same positions, after checking them.
 
-``events.stores.sqlite.SqliteLog`` is the embedded adapter (one SQLite file); it is the only
-code that writes SQL on the log tables. ``tests/contract/test_store.py`` is the behaviour every
-adapter must show.
+``events.stores.sqlite.SqliteLog`` is the embedded adapter (one SQLite file) and
+``events.stores.postgres.PgLog`` the one for many machines (a PostgreSQL schema); they share
+their SQL in ``events.stores.sqlbase`` and are the only code that writes SQL on the log tables.
+``tests/contract/test_store.py`` is the behaviour every adapter must show.
 
 A store is generic in its *session*: the database handle that the projections read and write
-through. In the SQLite adapter it is the writer's connection, so that one transaction commits
-the entries and the projections they touch together.
+through. It is the writer's connection (on PostgreSQL, a ``events.stores.pgsql.PgSession`` that
+speaks as a ``sqlite3.Connection`` does), so that one transaction commits the entries and the
+projections they touch together.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import decimal
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -130,15 +130,40 @@ def adapt(conn: psycopg.Connection[Any]) -> None:
     conn.adapters.register_dumper(bool, _BoolAsInt)
 
 
+def _is_read(sql: str) -> bool:
+    head = sql.lstrip()[:8].upper()
+    return head.startswith(("SELECT", "PRAGMA"))
+
+
 class PgSession:
     """A psycopg connection with the calls of ``sqlite3.Connection`` the projections use
     (``execute``, ``executemany``), their SQL translated (``translate``). Transactions are the
-    store's: this only runs statements inside whatever the store began."""
+    store's: this only runs statements inside whatever the store began.
 
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+    ``reconnect``, when given, replaces a connection the server dropped (a restart, a fail-over):
+    a read outside a transaction that meets a dropped connection is run again once on the new
+    one; anything else raises as it came (a write is never run twice)."""
+
+    def __init__(
+        self,
+        conn: psycopg.Connection[Any],
+        reconnect: Callable[[], psycopg.Connection[Any]] | None = None,
+    ) -> None:
         self.raw = conn
+        self._reconnect = reconnect
 
     def execute(self, sql: str, parameters: Sequence[Any] | Mapping[str, Any] = ()) -> Any:
+        try:
+            return self._execute(sql, parameters)
+        except psycopg.OperationalError:
+            if not (self._reconnect is not None and self.raw.broken and _is_read(sql)):
+                raise
+            self.raw = self._reconnect()
+            return self._execute(sql, parameters)
+
+    def _execute(self, sql: str, parameters: Sequence[Any] | Mapping[str, Any]) -> Any:
+        if self.raw.broken and self._reconnect is not None and not self.in_transaction:
+            self.raw = self._reconnect()
         cursor = self.raw.cursor()
         if isinstance(parameters, Mapping):
             cursor.execute(translate(sql, True), parameters)

@@ -174,12 +174,15 @@ def _borrow(url: str, readonly: bool) -> tuple[ConnectionPool[Any], psycopg.Conn
                 max_size=POOL_SIZE,
                 kwargs={"autocommit": True},
                 configure=_configure(readonly),
+                # A connection the server dropped while it waited in the pool is not handed
+                # out (one round trip per borrow; handles borrow once and keep it).
+                check=ConnectionPool.check_connection,
                 open=False,
                 name=f"benchproof-{'r' if readonly else 'w'}",
                 timeout=30,
             )
             try:
-                pool.open(wait=True, timeout=30)
+                pool.open(wait=True, timeout=10)
             except BaseException:
                 pool.close()
                 raise
@@ -262,7 +265,7 @@ class PgLog(SqlLog):
         *,
         readonly: bool = False,
     ) -> None:
-        session = PgSession(conn)
+        session = PgSession(conn, self._reconnect)
         super().__init__(session, origin, readonly=readonly)
         self._pg = session
         self.url = url
@@ -335,6 +338,17 @@ class PgLog(SqlLog):
                 raise
         return cls(url, pool, conn, stored or "", schema, readonly=True)
 
+    def _reconnect(self) -> psycopg.Connection[Any]:
+        """A new connection in place of one the server dropped (the pool discards the broken
+        one): a restarted server is used again without restarting the service."""
+        old, self._raw = self._raw, None
+        if old is not None:
+            with contextlib.suppress(psycopg.Error):
+                self._pool_of.putconn(old)
+        with pg_faults(self.url):
+            self._raw = self._pool_of.getconn()
+        return self._raw
+
     @property
     def role(self) -> str | None:
         """The role this handle's session acts as (``APPENDER``), or None (the URL's user)."""
@@ -361,8 +375,17 @@ class PgLog(SqlLog):
         return _pg_reading(self.url)
 
     def _start(self) -> None:
+        if self._pg.raw.broken:  # the server dropped it since the last transaction
+            self._pg.raw = self._reconnect()
         raw = self._pg.raw
-        raw.execute("BEGIN")
+        try:
+            raw.execute("BEGIN")
+        except psycopg.OperationalError:
+            if not raw.broken:
+                raise
+            # Dropped while idle (a restart): nothing was begun, so begin on a new one.
+            raw = self._pg.raw = self._reconnect()
+            raw.execute("BEGIN")
         try:
             raw.execute("SELECT pg_advisory_xact_lock(%s)", (self._key,))
         except pgerrors.LockNotAvailable:
