@@ -238,9 +238,7 @@ class RowStore:
     def set_state(self, position: int, format_: int) -> None:
         """Record that the projections have applied ``position`` entries, folded in format
         ``format_`` (the rows ``projections.queries.current_size`` and ``stored_format`` read)."""
-        self.conn.executemany(
-            _SET_STATE, [("all", position), ("format", format_)]
-        )
+        self.conn.executemany(_SET_STATE, [("all", position), ("format", format_)])
 
     def copy_rebuilt(self, rebuilt: sqlite3.Connection, schemas: Sequence[str]) -> None:
         """Copy every projection table that ``rebuilt`` reads from its attached ``schemas``
