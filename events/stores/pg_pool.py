@@ -1,0 +1,214 @@
+"""PostgreSQL connections for the log store: one ``psycopg_pool`` pool per URL and process
+(a read handle borrows a connection and keeps it until it closes; the pool's last user closes
+it), each session set up as the store needs it (durable commits, the writers' lock timeout, the
+appender role), and the server's errors said in the port's terms (``StorageFault``)."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import psycopg
+from psycopg import errors as pgerrors
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from events.errors import LogCorrupted, LogError
+from events.stores.faults import (
+    StorageBusy,
+    StorageDamaged,
+    StorageFault,
+    StorageFull,
+    StorageReadOnly,
+    StorageUnavailable,
+)
+from events.stores.pg_schema import APPENDER
+from events.stores.pgsql import PgSession, adapt
+
+__all__ = [
+    "LOCK_TIMEOUT",
+    "POOL_SIZE",
+    "borrow",
+    "check_url",
+    "close_pools",
+    "display_url",
+    "give_back",
+    "pg_fault",
+    "pg_faults",
+    "pg_reading",
+    "pg_session",
+]
+
+LOCK_TIMEOUT = "60s"
+"""How long a writer waits for another's lock before it gives up (``WriterBusy``)."""
+
+POOL_SIZE = 64
+"""Connections a process may hold on one store (each thread's read handle holds one)."""
+
+
+def display_url(url: str) -> str:
+    """``url`` without its password: what an error or a log line may show."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return parts._replace(netloc=netloc).geturl()
+
+
+def pg_fault(exc: BaseException, url: str) -> StorageFault | None:
+    """The storage fault a psycopg error is (None: no fault of the storage: a bug, a
+    constraint)."""
+    if isinstance(exc, StorageFault):
+        return exc
+    where = display_url(url)
+    why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    kind: type[StorageFault] | None = None
+    if isinstance(exc, pgerrors.DiskFull | pgerrors.OutOfMemory | pgerrors.TooManyConnections):
+        kind = StorageFull if isinstance(exc, pgerrors.DiskFull) else StorageUnavailable
+    elif isinstance(exc, pgerrors.ReadOnlySqlTransaction):
+        kind = StorageReadOnly
+    elif isinstance(exc, pgerrors.LockNotAvailable | pgerrors.DeadlockDetected):
+        kind = StorageBusy
+    elif isinstance(exc, pgerrors.DataCorrupted | pgerrors.IndexCorrupted):
+        kind = StorageDamaged
+    elif isinstance(exc, psycopg.OperationalError | PoolTimeout):
+        kind = StorageUnavailable
+    if kind is None:
+        return None
+    if kind is StorageFull:
+        detail = f"the PostgreSQL server of {where} is out of disk ({why}): nothing was written"
+    elif kind is StorageReadOnly:
+        detail = f"the PostgreSQL server of {where} is read-only ({why}): nothing was written"
+    elif kind is StorageBusy:
+        detail = f"{where} stayed locked by another writer ({why}): nothing was written; try again"
+    elif kind is StorageDamaged:
+        detail = f"{where}: PostgreSQL reports damaged data ({why}): restore it from a backup"
+    else:
+        detail = f"cannot use {where}: {why}: nothing was written"
+    return kind(detail, path=where, reason=why)
+
+
+@contextlib.contextmanager
+def pg_faults(url: str) -> Iterator[None]:
+    """The block's psycopg errors of storage as ``StorageFault``s; any other error as it is."""
+    try:
+        yield
+    except (psycopg.Error, PoolTimeout) as exc:
+        fault = pg_fault(exc, url)
+        if fault is None:
+            raise
+        raise fault from exc
+
+
+_POOLS: dict[tuple[str, bool], tuple[ConnectionPool[Any], int]] = {}  # and its users
+_POOLS_LOCK = threading.Lock()
+
+
+def _configure(readonly: bool) -> Any:
+    def configure(conn: psycopg.Connection[Any]) -> None:
+        adapt(conn)
+        conn.execute("SET synchronous_commit = on")
+        conn.execute(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
+        if readonly:
+            conn.execute("SET default_transaction_read_only = on")
+        with contextlib.suppress(psycopg.Error):
+            # Act as the appender where this user may; ``_role`` says whether it did.
+            conn.execute(f"SET ROLE {APPENDER}")
+
+    return configure
+
+
+def borrow(url: str, readonly: bool) -> tuple[ConnectionPool[Any], psycopg.Connection[Any]]:
+    """A connection from this process's pool of ``url`` (made at its first user), which counts
+    one more user until ``_give_back``."""
+    key = (url, readonly)
+    with _POOLS_LOCK:
+        pool, users = _POOLS.get(key, (None, 0))
+        if pool is None:
+            pool = ConnectionPool(
+                url,
+                min_size=1,
+                max_size=POOL_SIZE,
+                kwargs={"autocommit": True},
+                configure=_configure(readonly),
+                # A connection the server dropped while it waited in the pool is not handed
+                # out (one round trip per borrow; handles borrow once and keep it).
+                check=ConnectionPool.check_connection,
+                open=False,
+                name=f"benchproof-{'r' if readonly else 'w'}",
+                timeout=30,
+            )
+            try:
+                pool.open(wait=True, timeout=10)
+            except BaseException:
+                pool.close()
+                raise
+        _POOLS[key] = (pool, users + 1)
+    try:
+        return pool, pool.getconn()
+    except BaseException:
+        give_back(url, readonly, pool, None)
+        raise
+
+
+def give_back(
+    url: str, readonly: bool, pool: ConnectionPool[Any], conn: psycopg.Connection[Any] | None
+) -> None:
+    """Return ``conn`` to its pool; the pool's last user closes it (a process that opened
+    many stores, as a test run does, holds no connection to the ones it is done with)."""
+    if conn is not None:
+        with contextlib.suppress(psycopg.Error):
+            if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                conn.execute("ROLLBACK")
+        pool.putconn(conn)
+    key = (url, readonly)
+    with _POOLS_LOCK:
+        held = _POOLS.get(key)
+        if held is None or held[0] is not pool:
+            return
+        if held[1] > 1:
+            _POOLS[key] = (pool, held[1] - 1)
+            return
+        del _POOLS[key]
+    pool.close()
+
+
+def close_pools() -> None:
+    """Close every pool of this process."""
+    with _POOLS_LOCK:
+        pools = [pool for pool, _ in _POOLS.values()]
+        _POOLS.clear()
+    for pool in pools:
+        pool.close()
+
+
+@contextlib.contextmanager
+def pg_session(url: str) -> Iterator[PgSession]:
+    """A session on a pooled connection of ``url`` for the service's own small tables
+    (challenges, rate limits): autocommit, or one transaction begun with ``BEGIN``."""
+    check_url(url)
+    with pg_faults(url):
+        pool, conn = borrow(url, False)
+    try:
+        with pg_faults(url):
+            yield PgSession(conn)
+    finally:
+        give_back(url, False, pool, conn)
+
+
+def check_url(url: str) -> None:
+    if urlsplit(url).scheme not in ("postgresql", "postgres"):
+        raise LogError(f"not a PostgreSQL URL: {display_url(url)}")
+
+
+@contextlib.contextmanager
+def pg_reading(url: str) -> Iterator[None]:
+    try:
+        yield
+    except (psycopg.Error, PoolTimeout) as exc:
+        fault = pg_fault(exc, url)
+        if fault is not None and not isinstance(fault, StorageDamaged):
+            raise fault from None
+        raise LogCorrupted(f"the log cannot be read: {exc}") from None

@@ -1,0 +1,137 @@
+"""The PostgreSQL store's tables, triggers and role (``events.stores.postgres``).
+
+- The log tables are the SQLite adapter's, in PostgreSQL's types; text compares bytewise
+  (``COLLATE "C"``), as SQLite's does.
+- Triggers refuse UPDATE, DELETE and TRUNCATE on ``entries``, ``tree_nodes`` and
+  ``checkpoints``.
+- The role ``benchproof_appender`` may only read and insert into those tables; every session
+  acts as it where it can (``events.stores.pg_pool``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from typing import Any
+
+import psycopg
+from psycopg import errors as pgerrors
+
+from events.stores.sqlite_schema import SCHEMA_VERSION
+
+__all__ = ["APPENDER", "create", "has_log", "set_origin", "stored_origin", "writer_key"]
+
+APPENDER = "benchproof_appender"
+"""The role every session acts as where it can: SELECT and INSERT on the log tables only."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT COLLATE "C" PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS entries (
+    seq BIGINT PRIMARY KEY,
+    recorded_at TEXT COLLATE "C" NOT NULL,
+    type TEXT COLLATE "C" NOT NULL,
+    subject TEXT COLLATE "C" NOT NULL,
+    payload_digest TEXT COLLATE "C" NOT NULL UNIQUE,
+    leaf_hash BYTEA NOT NULL,
+    leaf BYTEA NOT NULL
+);
+CREATE TABLE IF NOT EXISTS tree_nodes (id BIGINT PRIMARY KEY, hash BYTEA NOT NULL);
+CREATE TABLE IF NOT EXISTS checkpoints (
+    size BIGINT PRIMARY KEY,
+    root BYTEA NOT NULL,
+    signed_at TEXT COLLATE "C" NOT NULL,
+    note BYTEA NOT NULL
+);
+CREATE OR REPLACE FUNCTION benchproof_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION '% is append-only', TG_TABLE_NAME USING ERRCODE = 'restrict_violation';
+END $$;
+"""
+_TRIGGERS = """
+CREATE OR REPLACE TRIGGER {table}_append_only BEFORE UPDATE OR DELETE ON {table}
+    FOR EACH ROW EXECUTE FUNCTION benchproof_append_only();
+CREATE OR REPLACE TRIGGER {table}_no_truncate BEFORE TRUNCATE ON {table}
+    FOR EACH STATEMENT EXECUTE FUNCTION benchproof_append_only();
+"""
+_LOG_TABLES = ("entries", "tree_nodes", "checkpoints")
+
+
+def writer_key(schema: str) -> int:
+    """The advisory lock of the writers of the log in ``schema`` (signed 64 bits)."""
+    digest = hashlib.sha256(b"benchproof-writer\0" + schema.encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def has_log(conn: psycopg.Connection[Any]) -> bool:
+    row = conn.execute("SELECT to_regclass('entries') IS NOT NULL").fetchone()
+    return bool(row and row[0])
+
+
+def stored_origin(conn: psycopg.Connection[Any]) -> str | None:
+    if not has_log(conn):
+        return None
+    row = conn.execute("SELECT value FROM meta WHERE key = 'origin'").fetchone()
+    return None if row is None else str(row[0])
+
+
+def set_origin(conn: psycopg.Connection[Any], key: int, origin: str) -> None:
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('origin', %s), ('schema', %s)"
+            " ON CONFLICT (key) DO NOTHING",
+            (origin, str(SCHEMA_VERSION)),
+        )
+
+
+def create(conn: psycopg.Connection[Any], key: int) -> None:
+    """The log tables, their triggers and the appender role (idempotent; under the writers'
+    lock, so that processes starting together do not race). Run as the URL's own user: the
+    tables are its; the appender may only read and insert."""
+    acting = conn.execute("SELECT current_user::text, session_user::text").fetchone()
+    assert acting is not None  # noqa: S101 - one row
+    conn.execute("RESET ROLE")
+    try:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
+            conn.execute(_SCHEMA)
+            for table in _LOG_TABLES:
+                conn.execute(_TRIGGERS.format(table=table))
+            _grant(conn)
+    finally:
+        if acting[0] != acting[1]:
+            conn.execute(f"SET ROLE {APPENDER}")
+        else:
+            with contextlib.suppress(psycopg.Error):
+                conn.execute(f"SET ROLE {APPENDER}")
+
+
+def _grant(conn: psycopg.Connection[Any]) -> None:
+    """Make the appender role (when this user may) and give it what it may do here."""
+    row = conn.execute(
+        "SELECT rolsuper OR rolcreaterole FROM pg_roles WHERE rolname = current_user"
+    ).fetchone()
+    exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (APPENDER,)).fetchone()
+    if exists is None:
+        if not (row and row[0]):
+            return  # triggers alone keep the log append-only
+        # A savepoint: another process may make it first.
+        with (
+            conn.transaction(),
+            contextlib.suppress(pgerrors.DuplicateObject, pgerrors.UniqueViolation),
+        ):
+            conn.execute(f"CREATE ROLE {APPENDER} NOLOGIN")
+    schema = conn.execute("SELECT quote_ident(current_schema())").fetchone()
+    assert schema is not None  # noqa: S101 - one row
+    quoted = schema[0]
+    conn.execute(f"GRANT USAGE, CREATE ON SCHEMA {quoted} TO {APPENDER}")
+    conn.execute(f"GRANT SELECT, INSERT ON entries, tree_nodes, checkpoints TO {APPENDER}")
+    conn.execute(
+        f"REVOKE UPDATE, DELETE, TRUNCATE ON entries, tree_nodes, checkpoints FROM {APPENDER}"
+    )
+    conn.execute(f"GRANT SELECT, INSERT ON meta TO {APPENDER}")
+    with (
+        contextlib.suppress(pgerrors.InsufficientPrivilege, pgerrors.InvalidGrantOperation),
+        conn.transaction(),
+    ):
+        conn.execute(f"GRANT {APPENDER} TO CURRENT_USER")
