@@ -6,10 +6,11 @@ appender role), and the server's errors said in the port's terms (``StorageFault
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import psycopg
 from psycopg import errors as pgerrors
@@ -106,6 +107,15 @@ _POOLS: dict[tuple[str, bool], tuple[ConnectionPool[Any], int]] = {}  # and its 
 _POOLS_LOCK = threading.Lock()
 
 
+def _session_options(url: str) -> dict[str, Any]:
+    """Autocommit (the store begins its own transactions), and a name that says which process
+    holds the connection (``pg_stat_activity``), unless the URL names one."""
+    options: dict[str, Any] = {"autocommit": True}
+    if "application_name" not in parse_qs(urlsplit(url).query):
+        options["application_name"] = f"benchproof {os.getpid()}"
+    return options
+
+
 def _configure(readonly: bool) -> Any:
     def configure(conn: psycopg.Connection[Any]) -> None:
         adapt(conn)
@@ -131,7 +141,7 @@ def borrow(url: str, readonly: bool) -> tuple[ConnectionPool[Any], psycopg.Conne
                 url,
                 min_size=1,
                 max_size=POOL_SIZE,
-                kwargs={"autocommit": True},
+                kwargs=_session_options(url),
                 configure=_configure(readonly),
                 # A connection the server dropped while it waited in the pool is not handed
                 # out (one round trip per borrow; handles borrow once and keep it).

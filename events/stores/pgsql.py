@@ -140,9 +140,11 @@ class PgSession:
     (``execute``, ``executemany``), their SQL translated (``translate``). Transactions are the
     store's: this only runs statements inside whatever the store began.
 
-    ``reconnect``, when given, replaces a connection the server dropped (a restart, a fail-over):
-    a read outside a transaction that meets a dropped connection is run again once on the new
-    one; anything else raises as it came (a write is never run twice)."""
+    ``reconnect``, when given, replaces a connection the server dropped (a restart, a fail-over),
+    but only between the store's transactions (``held`` is false): a read that meets a dropped
+    connection there is run again once on the new one. Inside a transaction or a snapshot,
+    and for anything but a read, the error is raised as it came: a transaction is never
+    continued on another connection, and a write is never run twice."""
 
     def __init__(
         self,
@@ -151,19 +153,29 @@ class PgSession:
     ) -> None:
         self.raw = conn
         self._reconnect = reconnect
+        self.held = False  # the store has a transaction or a snapshot open on this session
 
     def execute(self, sql: str, parameters: Sequence[Any] | Mapping[str, Any] = ()) -> Any:
+        free = not self.held and self._reconnect is not None
+        if free and self.raw.broken:
+            self.renew()
         try:
             return self._execute(sql, parameters)
         except psycopg.OperationalError:
-            if not (self._reconnect is not None and self.raw.broken and _is_read(sql)):
+            # Decided on what held before the statement: a broken connection's own state says
+            # nothing any more.
+            if not (free and self.raw.broken and _is_read(sql)):
                 raise
-            self.raw = self._reconnect()
+            self.renew()
             return self._execute(sql, parameters)
 
+    def renew(self) -> None:
+        """Replace the connection by a new one (the store's ``reconnect``)."""
+        if self._reconnect is None:
+            raise psycopg.OperationalError("the connection was lost")
+        self.raw = self._reconnect()
+
     def _execute(self, sql: str, parameters: Sequence[Any] | Mapping[str, Any]) -> Any:
-        if self.raw.broken and self._reconnect is not None and not self.in_transaction:
-            self.raw = self._reconnect()
         cursor = self.raw.cursor()
         if isinstance(parameters, Mapping):
             cursor.execute(translate(sql, True), parameters)
@@ -182,6 +194,10 @@ class PgSession:
 
     @property
     def in_transaction(self) -> bool:
+        """Whether a transaction is open on the connection (a dropped connection has none: the
+        server rolled it back)."""
+        if self.raw.broken or self.raw.closed:
+            return False
         return self.raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
 
     def close(self) -> None:

@@ -30,6 +30,7 @@ from psycopg_pool import ConnectionPool
 
 from events.errors import LogError
 from events.port import EntryHeader, EntryRow, LogStore
+from events.stores.faults import StorageUnavailable
 from events.stores.pg_pool import (
     LOCK_TIMEOUT,
     POOL_SIZE,
@@ -193,35 +194,70 @@ class PgLog(SqlLog):
     def _reading(self) -> AbstractContextManager[None]:
         return pg_reading(self.url)
 
-    def _start(self) -> None:
-        if self._pg.raw.broken:  # the server dropped it since the last transaction
-            self._pg.raw = self._reconnect()
-        raw = self._pg.raw
+    def _begin(self, statement: str) -> psycopg.Connection[Any]:
+        """Begin on the session's connection, or on a new one if the server dropped it while
+        it was idle (a restart): nothing was begun on the old one."""
+        session = self._pg
+        if session.raw.broken:
+            session.renew()
         try:
-            raw.execute("BEGIN")
+            session.raw.execute(statement)
         except psycopg.OperationalError:
-            if not raw.broken:
+            if not session.raw.broken:
                 raise
-            # Dropped while idle (a restart): nothing was begun, so begin on a new one.
-            raw = self._pg.raw = self._reconnect()
-            raw.execute("BEGIN")
+            session.renew()
+            session.raw.execute(statement)
+        session.held = True
+        return session.raw
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[PgSession]:
+        with self._lock, self._faults():
+            self._begin(self.SNAPSHOT)
+            try:
+                yield self._pg
+            finally:
+                try:
+                    if self._pg.in_transaction:
+                        self._pg.raw.execute("COMMIT")
+                finally:
+                    self._pg.held = False
+
+    def _start(self) -> None:
+        raw = self._begin("BEGIN")
         try:
             raw.execute("SELECT pg_advisory_xact_lock(%s)", (self._key,))
-        except pgerrors.LockNotAvailable:
-            raw.execute("ROLLBACK")
-            raise WriterBusy(
-                f"another writer has held {display_url(self.url)} for {LOCK_TIMEOUT}"
-            ) from None
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(psycopg.Error):
                 raw.execute("ROLLBACK")
+            self._pg.held = False
+            if isinstance(exc, pgerrors.LockNotAvailable):
+                raise WriterBusy(
+                    f"another writer has held {display_url(self.url)} for {LOCK_TIMEOUT}"
+                ) from None
             raise
 
     def _commit(self) -> None:
-        self._pg.raw.execute("COMMIT")
+        raw = self._pg.raw
+        if raw.info.transaction_status != psycopg.pq.TransactionStatus.INTRANS:
+            # Lost (the server dropped the connection) or aborted (a statement failed and was
+            # caught): PostgreSQL would answer a COMMIT with a warning, or a ROLLBACK.
+            raise LogError("the transaction was lost before its commit: nothing of it is recorded")
+        try:
+            done = raw.execute("COMMIT")
+        except psycopg.OperationalError as exc:
+            raise StorageUnavailable(
+                f"the connection to {display_url(self.url)} was lost during COMMIT ({exc}): the "
+                "batch may or may not be recorded; sending it again is safe (the log takes each "
+                "statement once)",
+                path=display_url(self.url),
+                reason=str(exc),
+            ) from None
+        if done.statusmessage != "COMMIT":
+            raise LogError(f"the transaction was not committed ({done.statusmessage})")
 
     def _release(self) -> None:
-        pass  # the advisory lock ends with the transaction
+        self._pg.held = False  # the advisory lock ended with the transaction
 
     # --- long reads, page by page ------------------------------------------------------------
 
