@@ -39,7 +39,12 @@ class DataDir:
         if named:
             return named
         recorded = self.recorded_store()
-        return recorded if recorded else f"sqlite://{self.db.resolve()}"
+        return recorded if recorded else self.own_store
+
+    @property
+    def own_store(self) -> str:
+        """The directory's own SQLite file, as a store URL (the default store)."""
+        return f"sqlite://{(self.root / 'benchproof.db').resolve()}"
 
     @property
     def store_file(self) -> Path:

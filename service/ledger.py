@@ -27,7 +27,7 @@ import msgspec
 from events.entries import Pending
 from events.errors import LogError
 from events.port import Appended, stored_entries
-from events.stores import log_exists, open_store
+from events.stores import display_store, log_exists, open_store, same_store
 from events.stores.faults import StorageFault
 from events.stores.sqlbase import SqlLog
 from events.stores.sqlite_schema import WriterBusy
@@ -549,11 +549,14 @@ def init_data_dir(
     recorded = data.recorded_store()
     url = data.store
     exists = log_exists(url)
-    if store and recorded and recorded != store and not exists:
+    # Where this directory's log was until now: the store it recorded, else its own file.
+    previous = recorded or data.own_store
+    if not exists and not same_store(previous, url) and log_exists(previous):
         # Pointing the directory at another store is for a log already there (one that
-        # `migrate-store` copied); its keys are checked against that log's when it opens.
+        # `migrate-store` copied; its keys are checked against that log's when it opens): a new
+        # log there would be a second history signed by the same keys.
         raise UsageError(
-            f"{root} keeps its log in another store ({data.store_file} names it), and {store} "
+            f"{root} keeps its log in {display_store(previous)}, and {display_store(url)} "
             "holds no log: `benchproof migrate-store` copies a log between stores"
         )
     opened = open_store(
@@ -590,6 +593,8 @@ def init_data_dir(
         created = True
     elif ledger.projections.position() != opened.size:
         raise LogError("projections are behind the log")
-    if store and recorded != store:  # once the log opened with this directory's keys
-        data.record_store(store)
+    if not same_store(url, previous) or (recorded is None and not same_store(url, data.own_store)):
+        # Once the log opened with this directory's keys: every later command finds it (the
+        # URL came from --store or $BENCHPROOF_STORE).
+        data.record_store(url)
     return ledger, created

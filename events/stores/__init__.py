@@ -24,9 +24,11 @@ if TYPE_CHECKING:
     from events.stores.sqlbase import SqlLog
 
 __all__ = [
+    "display_store",
     "log_exists",
     "open_reader",
     "open_store",
+    "same_store",
     "service_session",
     "sqlite_path",
     "store_kind",
@@ -65,6 +67,28 @@ def sqlite_path(url: str) -> Path:
     if not path or path.endswith("/") or "\0" in path:
         raise LogError(f"{url!r} names no SQLite file (sqlite:///PATH)")
     return Path("/" + path.lstrip("/")) if path.startswith("/") else Path(path)
+
+
+def same_store(a: str, b: str) -> bool:
+    """Whether two URLs name the same store (SQLite files by their resolved paths)."""
+    if a == b:
+        return True
+    try:
+        if store_kind(a) == store_kind(b) == "sqlite":
+            return sqlite_path(a).resolve() == sqlite_path(b).resolve()
+    except LogError:
+        return False
+    return False
+
+
+def display_store(url: str) -> str:
+    """``url`` without its password (in the authority or as a ``password=`` option): what an
+    error or a log line may show."""
+    if store_kind(url) == "sqlite":
+        return url
+    from events.stores.pg_pool import display_url
+
+    return display_url(url)
 
 
 def open_store(url: str, *, origin: str | None = None, create: bool = False) -> SqlLog:

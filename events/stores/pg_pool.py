@@ -6,7 +6,9 @@ appender role), and the server's errors said in the port's terms (``StorageFault
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import re
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -49,13 +51,19 @@ POOL_SIZE = 64
 """Connections a process may hold on one store (each thread's read handle holds one)."""
 
 
+_PASSWORD_OPTION = re.compile(r"(?i)(^|&)(password=)[^&]*")
+
+
 def display_url(url: str) -> str:
-    """``url`` without its password: what an error or a log line may show."""
+    """``url`` without its password (in the authority, or libpq's ``password=`` option): what
+    an error or a log line may show."""
     parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return parts._replace(netloc=netloc).geturl()
+    if parts.password is not None:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+        parts = parts._replace(netloc=netloc)
+    if "password" in parts.query.lower():
+        parts = parts._replace(query=_PASSWORD_OPTION.sub(r"\1\2***", parts.query))
+    return parts.geturl()
 
 
 def pg_fault(exc: BaseException, url: str) -> StorageFault | None:
@@ -105,6 +113,9 @@ def pg_faults(url: str) -> Iterator[None]:
 
 _POOLS: dict[tuple[str, bool], tuple[ConnectionPool[Any], int]] = {}  # and its users
 _POOLS_LOCK = threading.Lock()
+# The pool's own warnings (each failed try to connect) go to the service's log when it has one,
+# never to a command's terminal as Python's last-resort handler would print them.
+logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
 
 
 def _session_options(url: str) -> dict[str, Any]:
@@ -132,35 +143,56 @@ def _configure(readonly: bool) -> Any:
 
 def borrow(url: str, readonly: bool) -> tuple[ConnectionPool[Any], psycopg.Connection[Any]]:
     """A connection from this process's pool of ``url`` (made at its first user), which counts
-    one more user until ``_give_back``."""
+    one more user until ``give_back``.
+
+    Raises:
+        psycopg.Error: the server cannot be reached, or refuses the user (its own words).
+    """
     key = (url, readonly)
     with _POOLS_LOCK:
         pool, users = _POOLS.get(key, (None, 0))
-        if pool is None:
-            pool = ConnectionPool(
-                url,
-                min_size=1,
-                max_size=POOL_SIZE,
-                kwargs=_session_options(url),
-                configure=_configure(readonly),
-                # A connection the server dropped while it waited in the pool is not handed
-                # out (one round trip per borrow; handles borrow once and keep it).
-                check=ConnectionPool.check_connection,
-                open=False,
-                name=f"benchproof-{'r' if readonly else 'w'}",
-                timeout=30,
-            )
-            try:
-                pool.open(wait=True, timeout=10)
-            except BaseException:
+        if pool is not None:
+            _POOLS[key] = (pool, users + 1)
+    if pool is None:
+        pool = _new_pool(url, readonly)  # outside the lock: others' borrows do not wait on it
+        with _POOLS_LOCK:
+            held, users = _POOLS.get(key, (None, 0))
+            if held is not None:  # another thread made one meanwhile: use it
                 pool.close()
-                raise
-        _POOLS[key] = (pool, users + 1)
+                pool = held
+            _POOLS[key] = (pool, users + 1)
     try:
         return pool, pool.getconn()
     except BaseException:
         give_back(url, readonly, pool, None)
         raise
+
+
+def _new_pool(url: str, readonly: bool) -> ConnectionPool[Any]:
+    # One connection made directly first: a server that cannot be reached, a wrong password,
+    # say so in the server's own words, at once (the pool would retry in the background, then
+    # time out saying only that).
+    options = _session_options(url)
+    psycopg.connect(url, connect_timeout=10, **options).close()
+    pool: ConnectionPool[Any] = ConnectionPool(
+        url,
+        min_size=1,
+        max_size=POOL_SIZE,
+        kwargs=options,
+        configure=_configure(readonly),
+        # A connection the server dropped while it waited in the pool is not handed out (one
+        # round trip per borrow; handles borrow once and keep it).
+        check=ConnectionPool.check_connection,
+        open=False,
+        name=f"benchproof-{'r' if readonly else 'w'}",
+        timeout=30,
+    )
+    try:
+        pool.open(wait=True, timeout=10)
+    except BaseException:
+        pool.close()
+        raise
+    return pool
 
 
 def give_back(
