@@ -118,6 +118,11 @@ class RateLimiter:
         with self._session() as (conn, begin):
             conn.execute(begin)
             try:
+                if self._store is not None:
+                    # Checks and counts one at a time, as SQLite's BEGIN IMMEDIATE has them:
+                    # under READ COMMITTED two requests would both read a count under the
+                    # limit, and both be counted.
+                    conn.execute("LOCK TABLE rate_limits IN SHARE ROW EXCLUSIVE MODE")
                 for scope, subject, span, start, allowed in wanted:
                     row = conn.execute(
                         "SELECT count FROM rate_limits"

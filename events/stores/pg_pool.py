@@ -27,7 +27,7 @@ from events.stores.faults import (
     StorageReadOnly,
     StorageUnavailable,
 )
-from events.stores.pg_schema import APPENDER
+from events.stores.pg_schema import act_as_appender
 from events.stores.pgsql import PgSession, adapt
 
 __all__ = [
@@ -134,9 +134,7 @@ def _configure(readonly: bool) -> Any:
         conn.execute(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
         if readonly:
             conn.execute("SET default_transaction_read_only = on")
-        with contextlib.suppress(psycopg.Error):
-            # Act as the appender where this user may; ``_role`` says whether it did.
-            conn.execute(f"SET ROLE {APPENDER}")
+        act_as_appender(conn)  # where this user may (``PgLog.role`` says whether it does)
 
     return configure
 

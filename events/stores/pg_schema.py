@@ -19,10 +19,42 @@ from psycopg import errors as pgerrors
 
 from events.stores.sqlite_schema import SCHEMA_VERSION
 
-__all__ = ["APPENDER", "create", "has_log", "set_origin", "stored_origin", "writer_key"]
+__all__ = [
+    "APPENDER",
+    "act_as_appender",
+    "appender_role",
+    "create",
+    "has_log",
+    "set_origin",
+    "stored_origin",
+    "writer_key",
+]
 
-APPENDER = "benchproof_appender"
-"""The role every session acts as where it can: SELECT and INSERT on the log tables only."""
+APPENDER = "benchproof_{}_appender"
+"""The name of the role every session acts as where it can (SELECT and INSERT on the log tables
+only): one per database and schema (``appender_role``), so that a deployment's role gives
+nothing on another's log."""
+
+
+def appender_role(database: str, schema: str) -> str:
+    """The appender role of the log in ``schema`` of ``database``."""
+    digest = hashlib.sha256(f"{database}\0{schema}".encode()).hexdigest()[:12]
+    return APPENDER.format(digest)
+
+
+def act_as_appender(conn: psycopg.Connection[Any]) -> str | None:
+    """Make the session act as its log's appender role, if there is one and this user may;
+    return the role (None: the session stays the URL's user)."""
+    row = conn.execute("SELECT current_database(), current_schema()").fetchone()
+    if row is None or row[1] is None:
+        return None
+    role = appender_role(str(row[0]), str(row[1]))
+    try:
+        conn.execute(f'SET ROLE "{role}"')
+    except psycopg.Error:
+        return None
+    return role
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT COLLATE "C" PRIMARY KEY, value TEXT NOT NULL);
@@ -88,8 +120,6 @@ def create(conn: psycopg.Connection[Any], key: int) -> None:
     """The log tables, their triggers and the appender role (idempotent; under the writers'
     lock, so that processes starting together do not race). Run as the URL's own user: the
     tables are its; the appender may only read and insert."""
-    acting = conn.execute("SELECT current_user::text, session_user::text").fetchone()
-    assert acting is not None  # noqa: S101 - one row
     conn.execute("RESET ROLE")
     try:
         with conn.transaction():
@@ -99,19 +129,18 @@ def create(conn: psycopg.Connection[Any], key: int) -> None:
                 conn.execute(_TRIGGERS.format(table=table))
             _grant(conn)
     finally:
-        if acting[0] != acting[1]:
-            conn.execute(f"SET ROLE {APPENDER}")
-        else:
-            with contextlib.suppress(psycopg.Error):
-                conn.execute(f"SET ROLE {APPENDER}")
+        act_as_appender(conn)
 
 
 def _grant(conn: psycopg.Connection[Any]) -> None:
     """Make the appender role (when this user may) and give it what it may do here."""
+    names = conn.execute("SELECT current_database(), current_schema()").fetchone()
+    assert names is not None  # noqa: S101 - one row
+    role = appender_role(str(names[0]), str(names[1]))
     row = conn.execute(
         "SELECT rolsuper OR rolcreaterole FROM pg_roles WHERE rolname = current_user"
     ).fetchone()
-    exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (APPENDER,)).fetchone()
+    exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
     if exists is None:
         if not (row and row[0]):
             return  # triggers alone keep the log append-only
@@ -120,18 +149,18 @@ def _grant(conn: psycopg.Connection[Any]) -> None:
             conn.transaction(),
             contextlib.suppress(pgerrors.DuplicateObject, pgerrors.UniqueViolation),
         ):
-            conn.execute(f"CREATE ROLE {APPENDER} NOLOGIN")
+            conn.execute(f'CREATE ROLE "{role}" NOLOGIN')
     schema = conn.execute("SELECT quote_ident(current_schema())").fetchone()
     assert schema is not None  # noqa: S101 - one row
     quoted = schema[0]
-    conn.execute(f"GRANT USAGE, CREATE ON SCHEMA {quoted} TO {APPENDER}")
-    conn.execute(f"GRANT SELECT, INSERT ON entries, tree_nodes, checkpoints TO {APPENDER}")
+    conn.execute(f'GRANT USAGE, CREATE ON SCHEMA {quoted} TO "{role}"')
+    conn.execute(f'GRANT SELECT, INSERT ON entries, tree_nodes, checkpoints TO "{role}"')
     conn.execute(
-        f"REVOKE UPDATE, DELETE, TRUNCATE ON entries, tree_nodes, checkpoints FROM {APPENDER}"
+        f'REVOKE UPDATE, DELETE, TRUNCATE ON entries, tree_nodes, checkpoints FROM "{role}"'
     )
-    conn.execute(f"GRANT SELECT, INSERT ON meta TO {APPENDER}")
+    conn.execute(f'GRANT SELECT, INSERT ON meta TO "{role}"')
     with (
         contextlib.suppress(pgerrors.InsufficientPrivilege, pgerrors.InvalidGrantOperation),
         conn.transaction(),
     ):
-        conn.execute(f"GRANT {APPENDER} TO CURRENT_USER")
+        conn.execute(f'GRANT "{role}" TO CURRENT_USER')

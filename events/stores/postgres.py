@@ -171,7 +171,8 @@ class PgLog(SqlLog):
 
     @property
     def role(self) -> str | None:
-        """The role this handle's session acts as (``APPENDER``), or None (the URL's user)."""
+        """The role this handle's session acts as (its log's appender role:
+        ``events.stores.pg_schema.appender_role``), or None (the URL's user)."""
         row = self._pg.raw.execute("SELECT current_user::text, session_user::text").fetchone()
         return None if row is None or row[0] == row[1] else str(row[0])
 
