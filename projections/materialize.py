@@ -41,10 +41,12 @@ FORMAT = 9
 class Materializer:
     """Applies committed entries to the projection tables of one connection."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, *, create: bool = True) -> None:
+        """``create=False``: the tables and indexes are known to be there (nothing to make)."""
         self.conn = conn
         self.rows = RowStore(conn)
-        schema.create(conn)
+        if create:
+            schema.create(conn)
         self._keyring = KeyringCache()  # follows other writers; dropped by a rollback
         self._carried: Batch | None = None
 

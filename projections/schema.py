@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-__all__ = ["TABLES", "create", "drop", "rebuilt_rows"]
+__all__ = ["NAMES", "TABLES", "create", "drop", "rebuilt_rows"]
 
 _DDL = {
     "p_state": """CREATE TABLE IF NOT EXISTS p_state (
@@ -93,6 +93,8 @@ _INDEXES = [
 ]
 
 TABLES = tuple(_DDL)
+NAMES = TABLES + tuple(ddl.split()[5] for ddl in _INDEXES)
+"""Every table and index ``create`` makes (all present: nothing to create)."""
 
 
 def create(conn: sqlite3.Connection, *, indexes: bool = True) -> None:

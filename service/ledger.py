@@ -42,6 +42,7 @@ from keys import (
     load_private_key,
 )
 from keys.notekeys import parse_vkey, valid_key_name
+from projections import schema as projection_schema
 from projections.materialize import Materializer
 from projections.queries import KeyringCache, keyring
 from projections.shards import Unshardable, open_rebuilt, rebuild_in_one, rebuild_sharded
@@ -199,10 +200,14 @@ class Ledger:
         self.signers = signers
         self.clock = clock
         self.mirror = mirror
-        # Made under the writers' lock: processes starting together on one new store (a
-        # database server's) must not race to create the same tables.
-        with store.transaction():
-            self.projections = Materializer(store.session)
+        if all(store.has(name) for name in projection_schema.NAMES):
+            self.projections = Materializer(store.session, create=False)
+        else:
+            # Made under the writers' lock: processes starting together on one new store (a
+            # database server's) must not race to create the same tables. Only then: a read
+            # command never waits behind a long write.
+            with store.transaction():
+                self.projections = Materializer(store.session)
         store.on_rollback.append(self.projections.forget)
         # The keyring for checks made on read-only handles of this log (outside the writer's
         # transaction; ``self.projections.keyring()`` inside it).

@@ -187,6 +187,10 @@ class PgLog(SqlLog):
         log's own transaction)."""
         return self._pg
 
+    def has(self, name: str) -> bool:
+        row = self._pg.execute("SELECT to_regclass(?) IS NOT NULL", (name,)).fetchone()
+        return bool(row and row[0])
+
     # --- the transaction ---------------------------------------------------------------------
 
     def _faults(self) -> AbstractContextManager[None]:

@@ -159,6 +159,10 @@ class SqlLog(SqliteReads):
         """Close the handle (each adapter lets go of what it holds)."""
         raise NotImplementedError
 
+    def has(self, name: str) -> bool:
+        """Whether the database holds a table or an index of that name."""
+        raise NotImplementedError
+
     # --- appending ---------------------------------------------------------------------------
 
     def append(

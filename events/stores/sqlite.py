@@ -215,6 +215,10 @@ class SqliteLog(SqlLog):
         the log's own transaction)."""
         return self._conn
 
+    def has(self, name: str) -> bool:
+        row = self._conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone()
+        return row is not None
+
     def _faults(self) -> AbstractContextManager[None]:
         return storage_faults(self.path)
 

@@ -71,3 +71,22 @@ def test_a_password_is_never_shown(tmp_path: Path, pg_url: str) -> None:
     assert len(err.strip().splitlines()) == 1, err
     assert "s3cr3t" not in err and "0th3r" not in err
     assert "***" in err
+
+
+def test_reads_do_not_wait_behind_a_long_write(tmp_path: Path, pg_url: str) -> None:
+    """While a writer holds the log (a long ingest, a migration), commands that only read open
+    the data directory and answer: opening it takes the writers' lock only to make tables."""
+    import psycopg
+
+    from events.stores.pg_schema import writer_key
+    from tests.stores import pg_schema
+
+    data = tmp_path / "data"
+    assert _cli("init", "--data", data, "--store", pg_url)[0] == 0
+    with psycopg.connect(pg_url, autocommit=True) as writer:
+        writer.execute("BEGIN")
+        writer.execute("SELECT pg_advisory_xact_lock(%s)", (writer_key(pg_schema(pg_url)),))
+        code, out, err = _cli("log", "checkpoint", "--data", data)
+        writer.execute("ROLLBACK")
+    assert code == 0, err
+    assert out.splitlines()[1] == "3"
