@@ -12,7 +12,9 @@ SQL on a psycopg connection, rewriting the few SQLite spellings the code uses in
   ``BYTEA``, and ``TEXT`` compares bytewise (``COLLATE "C"``, as SQLite's ``BINARY``), so that
   every order and every range over text is the same on both stores;
 - ``json_extract(CAST(col AS TEXT), '$.a.b')`` reads the JSON bytes with ``#>>`` (as text,
-  collated ``"C"``), and ``LIKE`` is ``ILIKE`` (SQLite's ``LIKE`` ignores ASCII case);
+  collated ``"C"``), and ``LIKE`` is ``ILIKE`` (SQLite's ``LIKE`` ignores ASCII case). PostgreSQL's
+  text holds no U+0000: a ``\\u0000`` in the JSON reads as U+0001, the character that sorts
+  next to it, so that a name holding one sorts as on SQLite (which keeps the NUL);
 - ``PRAGMA table_info(t)`` reads ``information_schema``; ``PRAGMA schema_version`` answers a
   number that changes when the projection tables are made again (the keyring cache's cookie);
 - ``main.`` (SQLite's name of the connection's own database) is dropped.
@@ -96,7 +98,8 @@ def translate(sql: str, named: bool = False) -> str:
     # After the placeholders: the path literal is not a parameter.
     return _JSON.sub(
         lambda m: (
-            f"((convert_from({m.group(1)}, 'UTF8')::jsonb #>> '{{{m.group(2).replace('.', ',')}}}')"
+            f"((replace(convert_from({m.group(1)}, 'UTF8'), '\\u0000', '\\u0001')::jsonb"
+            f" #>> '{{{m.group(2).replace('.', ',')}}}')"
             ' COLLATE "C")'
         ),
         sql,
