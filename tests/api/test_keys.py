@@ -267,7 +267,8 @@ def test_challenges_are_shared_through_the_database_and_used_once(world: World) 
 
     def use() -> None:
         try:
-            Challenges(db).use(issued, key.key_id, now)  # another handle, as another process
+            # Another handle, as another process.
+            Challenges(world.ledger.data.store, db).use(issued, key.key_id, now)
             results.append("used")
         except ChallengeUsed:
             results.append("refused")
