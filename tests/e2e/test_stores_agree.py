@@ -69,8 +69,10 @@ def _compare(sqlite: Deployment, url: str, rerun: str, receipt: Path, vkey: Path
 def _paths(server: Server, size: int) -> list[str]:
     """The reads to compare: every kind of view, now and as of several older sizes."""
     runs = [r["runDigest"] for r in server.get("/v1/runs?limit=200")["items"]]
-    groups = sorted({g for r in runs if (g := server.run(r).get("groupKey"))})
+    links = (server.run(r)["links"].get("group") for r in runs)
+    groups = sorted({link.rsplit("/groups/", 1)[1] for link in links if link})
     attestations = server.get("/v1/attestations")
+    assert len(runs) > 20 and groups and attestations["items"]
     sizes = sorted({3, size // 3, size // 2, size - 1, size})
     paths = ["/v1/keys", "/v1/reruns", "/v1/sources", "/", "/log", "/v1/log/checkpoint"]
     paths += ["/v1/runs?q=liger", "/v1/runs?q=ATTENTION&limit=5", "/v1/runs?evidenceLevel=verified"]
@@ -86,13 +88,31 @@ def _paths(server: Server, size: int) -> list[str]:
     paths += [f"/runs/{r}" for r in runs[:10]]
     paths += [f"/v1/attestations?subject={a['runDigest']}" for a in attestations["items"][:5]]
     paths += [f"/v1/attestations/{a['id']}" for a in attestations["items"][:5]]
+    keys = [k["keyId"] for k in server.get("/v1/keys")["items"]]
+    paths += [f"/v1/keys/{k}" for k in keys] + [f"/v1/keys/{k}/entries" for k in keys]
+    paths += [f"/keys/{k}" for k in keys]
+    paths += [f"/v1/groups/{quote(g, safe='')}/history" for g in groups[:10]]
+    paths += [f"/groups/{quote(g, safe='')}" for g in groups[:5]]
+    paths += [f"/v1/runs/{r}/history?asOf={size // 2}" for r in runs[:10]]
+    paths += [f"/v1/compare?runs={runs[0]},{runs[1]}", f"/compare?runs={runs[0]},{runs[1]}"]
+    paths += [f"/v1/runs?source=liger&limit=3&asOf={at}" for at in sizes]
+    paths += ["/v1/runs?q=e&limit=50", "/v1/runs?q=%25", "/v1/runs?q=_", "/?q=liger"]
+    paths += ["/v1/runs?evidenceLevel=reported&limit=9", "/v1/reruns?state=completed"]
+    paths += ["/v1/log/entries?start=0&end=40", f"/v1/log/proof/inclusion?index=2&size={size}"]
+    paths += [f"/v1/log/proof/consistency?old=3&new={size}"]
+    paths += [f"/v1/runs/{r}/citation?format=csl-json" for r in runs[:5]]
+    page = server.get("/v1/runs?limit=13")
+    while page.get("next"):
+        paths.append(f"/v1/runs?limit=13&after={quote(page['next'], safe='')}")
+        page = server.get(paths[-1])
     return paths
 
 
 def _same_answers(sqlite: Server, postgresql: Server, size: int) -> None:
     """Both servers give the same answer to every read, byte for byte: status, body and
     signature (the same key signs the same bytes: Ed25519 is deterministic)."""
-    compared = 0
+    compared = answered = 0
+    kinds: set[str] = set()  # the kinds of read that answered 200 (the API's second segment)
     with httpx.Client(timeout=60) as client:
         for path in _paths(sqlite, size):
             a = client.get(sqlite.url + path)
@@ -108,7 +128,12 @@ def _same_answers(sqlite: Server, postgresql: Server, size: int) -> None:
             signature = "Benchproof-Signature"
             assert a.headers.get(signature) == b.headers.get(signature), path
             compared += 1
-    assert compared > 100
+            answered += a.status_code == 200
+            parts = path.split("?")[0].split("/")
+            if a.status_code == 200 and len(parts) > 2 and parts[1] == "v1":
+                kinds.add(parts[2])
+    assert compared > 300 and answered > 250, (compared, answered)
+    assert {"runs", "groups", "keys", "attestations", "log", "reruns", "compare"} <= kinds, kinds
 
 
 def _live_digests(url: str) -> dict[str, str]:
