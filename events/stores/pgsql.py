@@ -14,7 +14,9 @@ SQL on a psycopg connection, rewriting the few SQLite spellings the code uses in
 - ``json_extract(CAST(col AS TEXT), '$.a.b')`` reads the JSON bytes with ``#>>`` (as text,
   collated ``"C"``), and ``LIKE`` is ``ILIKE`` (SQLite's ``LIKE`` ignores ASCII case). PostgreSQL's
   text holds no U+0000: a ``\\u0000`` in the JSON reads as U+0001, the character that sorts
-  next to it, so that a name holding one sorts as on SQLite (which keeps the NUL);
+  next to it, so that a name holding one sorts as on SQLite (which keeps the NUL), and a text
+  value written with a U+0000 is written with a U+0001 (a projection row holding one then
+  differs from SQLite's in that character; the log's own bytes never do);
 - ``PRAGMA table_info(t)`` reads ``information_schema``; ``PRAGMA schema_version`` answers a
   number that changes when the projection tables are made again (the keyring cache's cookie);
 - ``main.`` (SQLite's name of the connection's own database) is dropped.
@@ -117,6 +119,20 @@ class _WholeNumeric(Loader):
         return int(value) if value == value.to_integral_value() else float(value)
 
 
+class _TextWithoutNul(Dumper):
+    """``str`` as psycopg writes it (untyped text: the server infers the type), except that a
+    U+0000, which PostgreSQL's text cannot hold, is written as U+0001 (as the JSON reads)."""
+
+    format = Format.TEXT
+    oid = 0
+
+    def dump(self, obj: Any) -> bytes:
+        text = str(obj)
+        if "\0" in text:
+            text = text.replace("\0", "\x01")
+        return text.encode()
+
+
 class _BoolAsInt(Dumper):
     format = Format.TEXT
     oid = psycopg.adapters.types["int8"].oid
@@ -131,6 +147,7 @@ def adapt(conn: psycopg.Connection[Any]) -> None:
     conn.adapters.register_loader("bool", _IntFromBool)
     conn.adapters.register_loader("numeric", _WholeNumeric)
     conn.adapters.register_dumper(bool, _BoolAsInt)
+    conn.adapters.register_dumper(str, _TextWithoutNul)
 
 
 def _is_read(sql: str) -> bool:

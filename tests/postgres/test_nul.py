@@ -18,6 +18,8 @@ def test_a_nul_in_an_imported_name_breaks_no_listing(tmp_path: Path, pg_url: str
     name = rows[0].split(",")[0]
     assert name
     rows[0] = rows[0].replace(name, name[:2] + NUL + name[2:], 1)
+    gpu = rows[1].rsplit(",", 3)[1]
+    rows[1] = rows[1].replace(gpu, gpu[:3] + NUL + gpu[3:], 1)  # a plain text column too
     csv = tmp_path / "liger" / "all_benchmark_data.csv"
     csv.parent.mkdir()
     csv.write_text(header + "".join(rows))
