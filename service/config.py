@@ -7,6 +7,7 @@ from pathlib import Path
 
 import msgspec
 
+from service.errors import UsageError
 from service.limits import Limits
 
 __all__ = ["DEFAULT_ORIGIN", "DataDir", "Settings"]
@@ -30,6 +31,13 @@ class DataDir:
         self.root = Path(root)
         self._store = store or None
 
+    @classmethod
+    def local(cls, root: Path) -> DataDir:
+        """A directory whose log is its own SQLite file, whatever ``$BENCHPROOF_STORE`` or
+        ``--store`` name: a copy being made (a backup, a mirror's staging folder)."""
+        root = Path(root)
+        return cls(root, f"sqlite://{(root / 'benchproof.db').resolve()}")
+
     @property
     def store(self) -> str:
         """The URL of the log's store."""
@@ -52,11 +60,26 @@ class DataDir:
         return self.root / "store"
 
     def recorded_store(self) -> str | None:
+        """The store ``init`` recorded here (None: none was).
+
+        Raises:
+            UsageError: the file is there but cannot be read (taking the default store then
+                could start a second log under this directory's keys).
+        """
         try:
             text = self.store_file.read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError):
+        except FileNotFoundError:
             return None
-        return text or None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(
+                f"{self.store_file} names this directory's store but cannot be read ({exc}): "
+                "restore it, or name the store with --store"
+            ) from None
+        if not text:
+            raise UsageError(
+                f"{self.store_file} is empty: restore it, or name the store with --store"
+            )
+        return text
 
     def record_store(self, url: str) -> None:
         """Record ``url`` as this directory's store (an atomic replace, mode 0600)."""

@@ -27,7 +27,7 @@ import msgspec
 from events.entries import Pending
 from events.errors import LogError
 from events.port import Appended, stored_entries
-from events.stores import display_store, log_exists, open_store, same_store
+from events.stores import display_store, log_exists, open_reader, open_store, same_store
 from events.stores.faults import StorageFault
 from events.stores.sqlbase import SqlLog
 from events.stores.sqlite_schema import WriterBusy
@@ -556,6 +556,8 @@ def init_data_dir(
     exists = log_exists(url)
     # Where this directory's log was until now: the store it recorded, else its own file.
     previous = recorded or data.own_store
+    if exists and not same_store(previous, url) and log_exists(previous):
+        _check_holds(url, previous, root)
     if not exists and not same_store(previous, url) and log_exists(previous):
         # Pointing the directory at another store is for a log already there (one that
         # `migrate-store` copied; its keys are checked against that log's when it opens): a new
@@ -587,6 +589,10 @@ def init_data_dir(
         raise
     signers = Signers(keys["index"], keys["log"], opened.origin)
     ledger = Ledger(data, opened, signers, clock)
+    if not same_store(url, previous) or (recorded is None and not same_store(url, data.own_store)):
+        # Once the log opened with this directory's keys, and before anything is appended:
+        # every later command finds it (the URL came from --store or $BENCHPROOF_STORE).
+        data.record_store(url)
     if opened.size == 0:
         ledger.append(
             [
@@ -598,8 +604,25 @@ def init_data_dir(
         created = True
     elif ledger.projections.position() != opened.size:
         raise LogError("projections are behind the log")
-    if not same_store(url, previous) or (recorded is None and not same_store(url, data.own_store)):
-        # Once the log opened with this directory's keys: every later command finds it (the
-        # URL came from --store or $BENCHPROOF_STORE).
-        data.record_store(url)
     return ledger, created
+
+
+def _check_holds(url: str, previous: str, root: Path) -> None:
+    """Refuse to point ``root`` at the log at ``url`` unless it holds the whole of the log at
+    ``previous`` (the same leaves, so the same root at its size): an older copy would take
+    new entries as a second history under the same keys.
+
+    Raises:
+        UsageError: it does not.
+    """
+    with (
+        contextlib.closing(open_reader(previous)) as old,
+        contextlib.closing(open_reader(url)) as new,
+    ):
+        size = old.refresh()
+        if new.refresh() < size or new.root(size) != old.root(size):
+            raise UsageError(
+                f"{display_store(url)} does not hold the whole log of {root} ({size} entries in "
+                f"{display_store(previous)}): run `benchproof migrate-store` again (it goes on "
+                "from where the copy stopped), then point the directory at it"
+            )

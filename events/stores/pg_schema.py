@@ -95,7 +95,10 @@ def writer_key(schema: str) -> int:
 
 
 def has_log(conn: psycopg.Connection[Any]) -> bool:
-    row = conn.execute("SELECT to_regclass('entries') IS NOT NULL").fetchone()
+    # In the schema the log is made in only (not wherever else the search path leads).
+    row = conn.execute(
+        "SELECT to_regclass(quote_ident(current_schema()) || '.entries') IS NOT NULL"
+    ).fetchone()
     return bool(row and row[0])
 
 

@@ -92,6 +92,7 @@ class PgLog(SqlLog):
         self.schema = schema
         self._pool_of = pool
         self._raw: psycopg.Connection[Any] | None = conn
+        self._closed = False
         self._key = writer_key(schema)
         self.on_rollback = []
 
@@ -177,9 +178,12 @@ class PgLog(SqlLog):
         return None if row is None or row[0] == row[1] else str(row[0])
 
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         raw, self._raw = self._raw, None
-        if raw is not None:
-            give_back(self.url, self.readonly, self._pool_of, raw)
+        # Also when a reconnect failed (no connection held): the pool counts this user.
+        give_back(self.url, self.readonly, self._pool_of, raw)
 
     @property
     def session(self) -> PgSession:
@@ -188,7 +192,12 @@ class PgLog(SqlLog):
         return self._pg
 
     def has(self, name: str) -> bool:
-        row = self._pg.execute("SELECT to_regclass(?) IS NOT NULL", (name,)).fetchone()
+        # In the log's own schema only (not wherever else the search path leads).
+        row = self._pg.execute(
+            "SELECT to_regclass(quote_ident(current_schema()) || '.' || quote_ident(?))"
+            " IS NOT NULL",
+            (name,),
+        ).fetchone()
         return bool(row and row[0])
 
     # --- the transaction ---------------------------------------------------------------------

@@ -112,7 +112,7 @@ def backup(
         with storage_faults(tmp):
             tmp.mkdir(mode=0o700)
             os.chmod(tmp, 0o700)  # whatever the umask: it may hold private keys
-            copy = DataDir(tmp)
+            copy = DataDir.local(tmp)
             _copy_database(
                 data.db, copy.db, progress=progress, expect=expect, step=step, between=between
             )

@@ -490,7 +490,7 @@ def _first_import(
     target = root.resolve()
     staging = _staging(target, "import")
     try:
-        data = DataDir(staging)
+        data = DataDir.local(staging)
         store = SqliteLog.open(data.db, origin=verifier.name, create=True)
         try:
             _take(store, 0, leaves, fetched, source, note)

@@ -90,3 +90,39 @@ def test_reads_do_not_wait_behind_a_long_write(tmp_path: Path, pg_url: str) -> N
         writer.execute("ROLLBACK")
     assert code == 0, err
     assert out.splitlines()[1] == "3"
+
+
+def test_a_directory_is_never_pointed_at_an_older_copy_of_its_log(
+    tmp_path: Path, pg_url: str
+) -> None:
+    from tests.corpora import corpus
+
+    data = tmp_path / "data"
+    assert _cli("init", "--data", data)[0] == 0
+    assert _cli("ingest", "manifest", shared_file("seed-manifest.json"), "--data", data)[0] == 0
+    source = f"sqlite://{(data / 'benchproof.db').resolve()}"
+    assert run_cli("migrate-store", source, pg_url).returncode == 0
+    lines = corpus("liger-kernel-bench", "all_benchmark_data.csv").read_text().splitlines(True)
+    csv = tmp_path / "liger" / "all_benchmark_data.csv"
+    csv.parent.mkdir()
+    csv.write_text("".join(lines[:11]))
+    assert _cli("ingest", "liger", csv, "--data", data)[0] == 0  # the SQLite log grew since
+    code, _, err = _cli("init", "--data", data, "--store", pg_url)
+    assert code == 2, err
+    assert "does not hold the whole log" in err
+    assert not (data / "store").exists()
+    assert run_cli("migrate-store", source, pg_url).returncode == 0  # goes on from where it was
+    assert _cli("init", "--data", data, "--store", pg_url)[0] == 0
+    assert (data / "store").read_text().strip() == pg_url
+
+
+def test_an_unreadable_record_of_the_store_is_refused(tmp_path: Path, pg_url: str) -> None:
+    """Taking the default store instead would start a second log under the same keys."""
+    data = tmp_path / "data"
+    assert _cli("init", "--data", data, "--store", pg_url)[0] == 0
+    (data / "store").write_bytes(b"\xff\xfe")
+    for command in (("init",), ("verify",), ("log", "checkpoint")):
+        code, _, err = _cli(*command, "--data", data)
+        assert code == 2, (command, err)
+        assert "cannot be read" in err
+    assert not (data / "benchproof.db").exists()
