@@ -120,9 +120,10 @@ logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
 
 def _session_options(url: str) -> dict[str, Any]:
     """Autocommit (the store begins its own transactions), and a name that says which process
-    holds the connection (``pg_stat_activity``), unless the URL names one."""
+    holds the connection (``pg_stat_activity``), unless the URL or ``$PGAPPNAME`` names one."""
     options: dict[str, Any] = {"autocommit": True}
-    if "application_name" not in parse_qs(urlsplit(url).query):
+    named = "application_name" in parse_qs(urlsplit(url).query) or os.environ.get("PGAPPNAME")
+    if not named:
         options["application_name"] = f"benchproof {os.getpid()}"
     return options
 
