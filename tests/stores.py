@@ -75,10 +75,17 @@ def pg_schema(url: str) -> str:
 
 
 def drop_pg_schema(url: str) -> None:
-    """Drops the schema of a URL from ``fresh_pg_url``, with everything in it."""
+    """Drops the schema of a URL from ``fresh_pg_url``, with everything in it, and the appender
+    role ``init`` made for it (roles are the cluster's, not the schema's)."""
+    from events.stores.pg_schema import appender_role
+
     schema = pg_schema(url)
     with psycopg.connect(_created.pop(url, url), autocommit=True) as conn:
         conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+        database = conn.execute("SELECT current_database()").fetchone()
+        assert database is not None
+        role = appender_role(str(database[0]), schema)
+        conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
 
 
 def drop_created_pg_schemas() -> None:
