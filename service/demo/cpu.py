@@ -33,7 +33,7 @@ from service.harness.run import run_harness
 from service.ingest.core import Plan, RunItem, commit
 from service.ledger import Ledger
 
-__all__ = ["SOURCE", "load_cpu_run"]
+__all__ = ["COLS", "ROWS", "SAMPLES", "SOURCE", "load_cpu_run", "referenced"]
 
 SOURCE = "benchproof-demo"
 ROUNDS = 3
@@ -63,7 +63,7 @@ def _check(manifest: dict[str, Any]) -> Checked:
     return check_manifest(manifest, source=SOURCE)
 
 
-def _referenced(environment: dict[str, str]) -> dict[str, Checked]:
+def referenced(environment: dict[str, str]) -> dict[str, Checked]:
     """The operation, workload, protocol, environment and implementation of the demo run."""
     operation = _check(
         _m(
@@ -191,7 +191,7 @@ def load_cpu_run(ledger: Ledger) -> str:
     """Measure the demo run here, ingest it (with its source's registration) and record the
     tolerance its group gets; return a line saying what was done."""
     environment = detect()
-    given = _referenced(environment)
+    given = referenced(environment)
     medians = _medians(given)
     reported = medians[0]
     spread = max(medians) / min(medians) - 1

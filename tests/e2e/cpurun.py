@@ -15,15 +15,12 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-import numpy as np
-
 from events import check_manifest
+from service.demo.cpu import COLS, ROWS, SAMPLES, referenced
 from service.harness.environment import detect
 
 API = "kernelindex.dev/v1alpha1"
 SOURCE = "e2e-cpu"
-ROWS, COLS = 64, 512
-SAMPLES = 20
 
 
 def _m(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
@@ -31,84 +28,9 @@ def _m(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _referenced() -> dict[str, dict[str, Any]]:
-    """The operation, workload, protocol, environment and implementation the run names."""
-    here = detect()
-    operation = _m(
-        "OperationSpec",
-        "e2e-row-softmax",
-        {
-            "family": "softmax",
-            "axes": {
-                "rows": {"role": "variable", "type": "integer"},
-                "cols": {"role": "variable", "type": "integer"},
-            },
-            "inputs": [{"name": "x", "tensor": {"shape": ["rows", "cols"], "dtype": "fp32"}}],
-            "outputs": [{"name": "y", "tensor": {"shape": ["rows", "cols"], "dtype": "fp32"}}],
-            "semantics": {"mutation": "none", "determinism": "deterministic"},
-        },
-    )
-    op_digest = check_manifest(operation, source=SOURCE).digest
-    workload = _m(
-        "WorkloadCase",
-        f"e2e-row-softmax-{ROWS}x{COLS}",
-        {
-            "operationSpecDigest": op_digest,
-            "axes": {"rows": ROWS, "cols": COLS},
-            "tensors": {
-                "x": {
-                    "shape": [ROWS, COLS],
-                    "dtype": "fp32",
-                    "data": {"generator": "normal", "seed": 11},
-                }
-            },
-            "correctness": {"comparator": "max_abs_error", "maxAbsoluteError": 1e-6},
-        },
-    )
-    protocol = _m(
-        "BenchmarkProtocol",
-        "e2e-cpu-wall-clock",
-        {
-            "harness": {"name": "benchproof-cpu-softmax", "version": "1"},
-            "measurement": {
-                "timer": "perf_counter_ns",
-                "primaryStatistic": "median",
-                "samples": SAMPLES,
-            },
-            "correctness": {"reference": "float64 NumPy", "comparator": "max_abs_error"},
-        },
-    )
-    vendor = "".join(c for c in here.get("vendor", "unknown").lower() if c.isalnum())
-    environment = _m(
-        "ExecutionEnvironment",
-        "e2e-this-cpu",
-        {
-            "hardware": {
-                "vendor": vendor or "unknown",
-                "product": here["model"],
-                "architecture": here["architecture"],
-            },
-            "software": {"framework": {"name": "numpy", "version": np.__version__}},
-        },
-    )
-    implementation = _m(
-        "ImplementationRevision",
-        "numpy-row-softmax",  # the one implementation the shipped CPU harness runs
-        {
-            "projectRevision": {"repository": "https://benchproof.dev", "version": "1"},
-            "operation": {"specDigest": op_digest},
-            "callable": {"language": "python", "path": "service/harness/cpu.py"},
-            "support": {"hardwareArchitectures": [here["architecture"]], "dtypes": ["fp32"]},
-            "licensing": {"declared": "Apache-2.0"},
-            "source": {"contentDigest": "sha256:" + "1" * 64, "fileName": "cpu.py"},
-        },
-    )
-    return {
-        "operation": operation,
-        "workload": workload,
-        "protocol": protocol,
-        "environment": environment,
-        "implementation": implementation,
-    }
+    """The operation, workload, protocol, environment and implementation the run names: the
+    demo's CPU run's (``service.demo.cpu``), on this machine's CPU."""
+    return {role: checked.manifest for role, checked in referenced(detect()).items()}
 
 
 def _measured_median(manifests: dict[str, dict[str, Any]]) -> int:
