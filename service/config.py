@@ -102,12 +102,12 @@ class DataDir:
     def db(self) -> Path:
         """The SQLite file of the log: the store's, when the store is SQLite (else this
         directory's own default file, which then holds nothing)."""
-        named = self._store or os.environ.get(STORE_ENV) or self.recorded_store()
-        if named:
+        store = self.store
+        if store != self.own_store:
             from events.stores import sqlite_path, store_kind
 
-            if store_kind(named) == "sqlite":
-                return sqlite_path(named)
+            if store_kind(store) == "sqlite":
+                return sqlite_path(store)
         return self.root / "benchproof.db"
 
     @property

@@ -274,15 +274,15 @@ class Ledger:
         mirror = read_mirror(data.root)
         if mirror is not None:
             return cls(data, open_store(data.store), MirrorSigners(mirror), clock, mirror=mirror)
-        store_ = open_store(data.store)
+        opened = open_store(data.store)
         try:
             signers = Signers(
-                load_private_key(data.index_key), load_private_key(data.log_key), store_.origin
+                load_private_key(data.index_key), load_private_key(data.log_key), opened.origin
             )
         except BaseException:
-            store_.close()
+            opened.close()
             raise
-        return cls(data, store_, signers, clock)
+        return cls(data, opened, signers, clock)
 
     def close(self) -> None:
         self.group.close()
@@ -556,16 +556,16 @@ def init_data_dir(
     exists = log_exists(url)
     # Where this directory's log was until now: the store it recorded, else its own file.
     previous = recorded or data.own_store
-    if exists and not same_store(previous, url) and log_exists(previous):
+    if not same_store(previous, url) and log_exists(previous):
+        # Pointing the directory at another store is for its log copied there whole (by
+        # `migrate-store`; its keys are checked against that log's when it opens): a new or an
+        # older log there would take a second history signed by the same keys.
+        if not exists:
+            raise UsageError(
+                f"{root} keeps its log in {display_store(previous)}, and {display_store(url)} "
+                "holds no log: `benchproof migrate-store` copies a log between stores"
+            )
         _check_holds(url, previous, root)
-    if not exists and not same_store(previous, url) and log_exists(previous):
-        # Pointing the directory at another store is for a log already there (one that
-        # `migrate-store` copied; its keys are checked against that log's when it opens): a new
-        # log there would be a second history signed by the same keys.
-        raise UsageError(
-            f"{root} keeps its log in {display_store(previous)}, and {display_store(url)} "
-            "holds no log: `benchproof migrate-store` copies a log between stores"
-        )
     opened = open_store(
         url, origin=origin if origin else None if exists else DEFAULT_ORIGIN, create=True
     )

@@ -35,7 +35,6 @@ __all__ = [
     "POOL_SIZE",
     "borrow",
     "check_url",
-    "close_pools",
     "display_url",
     "give_back",
     "pg_fault",
@@ -214,15 +213,6 @@ def give_back(
             return
         del _POOLS[key]
     pool.close()
-
-
-def close_pools() -> None:
-    """Close every pool of this process."""
-    with _POOLS_LOCK:
-        pools = [pool for pool, _ in _POOLS.values()]
-        _POOLS.clear()
-    for pool in pools:
-        pool.close()
 
 
 @contextlib.contextmanager

@@ -42,13 +42,24 @@ def appender_role(database: str, schema: str) -> str:
     return APPENDER.format(digest)
 
 
+def _here(conn: psycopg.Connection[Any]) -> tuple[str, str] | None:
+    """The appender role of the session's schema, and that schema quoted (None: the search
+    path names no schema that exists)."""
+    row = conn.execute(
+        "SELECT current_database(), current_schema(), quote_ident(current_schema())"
+    ).fetchone()
+    if row is None or row[1] is None:
+        return None
+    return appender_role(str(row[0]), str(row[1])), str(row[2])
+
+
 def act_as_appender(conn: psycopg.Connection[Any]) -> str | None:
     """Make the session act as its log's appender role, if there is one and this user may;
     return the role (None: the session stays the URL's user)."""
-    row = conn.execute("SELECT current_database(), current_schema()").fetchone()
-    if row is None or row[1] is None:
+    here = _here(conn)
+    if here is None:
         return None
-    role = appender_role(str(row[0]), str(row[1]))
+    role = here[0]
     try:
         conn.execute(f'SET ROLE "{role}"')
     except psycopg.Error:
@@ -137,9 +148,9 @@ def create(conn: psycopg.Connection[Any], key: int) -> None:
 
 def _grant(conn: psycopg.Connection[Any]) -> None:
     """Make the appender role (when this user may) and give it what it may do here."""
-    names = conn.execute("SELECT current_database(), current_schema()").fetchone()
-    assert names is not None  # noqa: S101 - one row
-    role = appender_role(str(names[0]), str(names[1]))
+    here = _here(conn)
+    assert here is not None  # noqa: S101 - the log's tables were just made in it
+    role, quoted = here
     row = conn.execute(
         "SELECT rolsuper OR rolcreaterole FROM pg_roles WHERE rolname = current_user"
     ).fetchone()
@@ -153,9 +164,6 @@ def _grant(conn: psycopg.Connection[Any]) -> None:
             contextlib.suppress(pgerrors.DuplicateObject, pgerrors.UniqueViolation),
         ):
             conn.execute(f'CREATE ROLE "{role}" NOLOGIN')
-    schema = conn.execute("SELECT quote_ident(current_schema())").fetchone()
-    assert schema is not None  # noqa: S101 - one row
-    quoted = schema[0]
     conn.execute(f'GRANT USAGE, CREATE ON SCHEMA {quoted} TO "{role}"')
     conn.execute(f'GRANT SELECT, INSERT ON entries, tree_nodes, checkpoints TO "{role}"')
     conn.execute(

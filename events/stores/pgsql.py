@@ -68,9 +68,10 @@ def _outside_literals(sql: str, change: Any) -> str:
 
 
 @lru_cache(maxsize=4096)
-def translate(sql: str, named: bool = False) -> str:
+def translate(sql: str, named: bool = False, bound: bool = True) -> str:
     """The PostgreSQL spelling of one statement written for SQLite (see the module's text);
-    ``named``: its parameters come as a mapping (``:name``)."""
+    ``named``: its parameters come as a mapping (``:name``); ``bound=False``: it is sent with
+    no parameters (psycopg then reads no placeholder, so a ``%`` stays as it is)."""
     info = _TABLE_INFO.match(sql)
     if info:
         return (
@@ -87,7 +88,8 @@ def translate(sql: str, named: bool = False) -> str:
     ignore = _IGNORE.match(sql)
     if ignore:
         sql = "INSERT INTO" + sql[ignore.end() :] + " ON CONFLICT DO NOTHING"
-    sql = sql.replace("%", "%%")
+    if bound:
+        sql = sql.replace("%", "%%")
 
     def change(part: str) -> str:
         part = _MAIN.sub("", part)
@@ -202,7 +204,7 @@ class PgSession:
         elif parameters:
             cursor.execute(translate(sql), tuple(parameters))
         else:
-            cursor.execute(translate(sql).replace("%%", "%"))
+            cursor.execute(translate(sql, bound=False))
         return cursor
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Any:

@@ -33,10 +33,8 @@ from events.port import EntryHeader, EntryRow, LogStore
 from events.stores.faults import StorageUnavailable
 from events.stores.pg_pool import (
     LOCK_TIMEOUT,
-    POOL_SIZE,
     borrow,
     check_url,
-    close_pools,
     display_url,
     give_back,
     pg_fault,
@@ -44,28 +42,18 @@ from events.stores.pg_pool import (
     pg_reading,
     pg_session,
 )
+from events.stores.pg_schema import create as create_tables
 from events.stores.pg_schema import (
-    APPENDER,
     has_log,
     set_origin,
     stored_origin,
     writer_key,
 )
-from events.stores.pg_schema import create as create_tables
 from events.stores.pgsql import PgSession
 from events.stores.sqlbase import SqlLog
 from events.stores.sqlite_schema import SCHEMA_VERSION, WriterBusy
 
-__all__ = [
-    "APPENDER",
-    "POOL_SIZE",
-    "PgLog",
-    "close_pools",
-    "display_url",
-    "pg_fault",
-    "pg_faults",
-    "pg_session",
-]
+__all__ = ["PgLog", "display_url", "pg_fault", "pg_faults", "pg_session"]
 
 _PAGE = 4096  # entries per query of a long ranged read: memory stays flat on a large log
 
@@ -94,7 +82,6 @@ class PgLog(SqlLog):
         self._raw: psycopg.Connection[Any] | None = conn
         self._closed = False
         self._key = writer_key(schema)
-        self.on_rollback = []
 
     # --- opening -----------------------------------------------------------------------------
 
@@ -291,8 +278,7 @@ class PgLog(SqlLog):
                 yield int(seq), bytes(leaf)
 
     def rows(self, start: int = 0, end: int | None = None) -> Iterator[EntryRow]:
-        stop = end if end is not None else self._max_seq() + 1
-        for low, high in self._pages(start, stop):
+        for low, high in self._pages(start, end):
             with self._reading():
                 rows = self._conn.execute(
                     "SELECT seq, recorded_at, type, subject, payload_digest, leaf_hash, leaf"
@@ -311,10 +297,6 @@ class PgLog(SqlLog):
             ).fetchall()
             for row in rows:
                 yield EntryHeader(*row)
-
-    def _max_seq(self) -> int:
-        row = self._conn.execute("SELECT max(seq) FROM entries").fetchone()
-        return -1 if row[0] is None else int(row[0])
 
     def shard_rows(
         self, size: int, shard: int, workers: int

@@ -224,8 +224,7 @@ class SqliteLog(SqlLog):
 
     def _start(self) -> None:
         writers = self._writers
-        if writers is None:
-            raise LogError("this handle on the log is read-only")
+        assert writers is not None  # noqa: S101 - a read-only handle never starts (SqlLog)
         writers.acquire()
         try:
             self._begin()

@@ -29,13 +29,20 @@ from collections.abc import Callable, Sequence
 import msgspec
 
 from events.port import SignedCheckpoint, stored_entries
-from events.stores import open_reader, open_store, sqlite_path, store_kind
+from events.stores import (
+    display_store,
+    open_reader,
+    open_store,
+    same_store,
+    sqlite_path,
+    store_kind,
+)
 from events.stores.sqlbase import SqlLog
 from projections.materialize import Materializer
 from service.errors import ServiceError, UsageError
 from service.verification import verify_log
 
-__all__ = ["Migrated", "MigrationRefused", "migrate_store", "rebuild_projections", "shown_url"]
+__all__ = ["Migrated", "MigrationRefused", "migrate_store", "rebuild_projections"]
 
 Progress = Callable[[int], None]
 Note = Callable[[str], None]
@@ -78,15 +85,6 @@ class Migrated(msgspec.Struct, frozen=True):
         )
 
 
-def shown_url(url: str) -> str:
-    """``url`` as a message or an answer may show it: without its password."""
-    if store_kind(url) == "postgresql":
-        from events.stores.postgres import display_url
-
-        return display_url(url)
-    return url
-
-
 def migrate_store(
     src_url: str,
     dst_url: str,
@@ -107,9 +105,9 @@ def migrate_store(
         LogError: a URL names no store, SRC holds no log, DST holds another origin.
         StorageFault: a store cannot be reached or written.
     """
-    if _same_store(src_url, dst_url):
-        raise UsageError(f"SRC and DST are the same store ({shown_url(src_url)})")
-    src_shown, dst_shown = shown_url(src_url), shown_url(dst_url)
+    if same_store(src_url, dst_url):
+        raise UsageError(f"SRC and DST are the same store ({display_store(src_url)})")
+    src_shown, dst_shown = display_store(src_url), display_store(dst_url)
     src = open_reader(src_url)
     origin = src.origin
     try:
@@ -183,15 +181,6 @@ def rebuild_projections(store: SqlLog, size: int, *, always: bool = True) -> int
         if not always and not materializer.stale() and materializer.position() == size:
             return 0
         return materializer.rebuild(stored_entries(store, 0, size))
-
-
-def _same_store(a: str, b: str) -> bool:
-    """Whether two URLs name one store (the same SQLite file, or the same URL of a server)."""
-    if store_kind(a) != store_kind(b):
-        return False
-    if store_kind(a) == "sqlite":
-        return sqlite_path(a).resolve() == sqlite_path(b).resolve()
-    return a == b
 
 
 def _held_prefix(
