@@ -3,6 +3,7 @@ for the tests that talk to one over loopback."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -18,9 +19,13 @@ SCRIPT = Path(sys.executable).parent / "benchproof"
 
 
 def run_cli(
-    *args: object, input: str | None = None, timeout: float = 600
+    *args: object,
+    input: str | None = None,
+    timeout: float = 600,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """``benchproof ARGS…`` in a child process (``input`` on its stdin), output captured."""
+    """``benchproof ARGS…`` in a child process (``input`` on its stdin, ``env`` added to this
+    process's environment), output captured."""
     return subprocess.run(
         [str(SCRIPT), *map(str, args)],
         capture_output=True,
@@ -28,6 +33,7 @@ def run_cli(
         input=input,
         timeout=timeout,
         check=False,
+        env=None if env is None else {**os.environ, **env},
     )
 
 

@@ -280,18 +280,12 @@ def test_bad_urls_are_exit_2(bp: Runner, tmp_path: Path, src: str, dst: str, sai
 def test_a_store_named_for_the_command_is_not_taken_for_a_copy_being_made(tmp_path: Path) -> None:
     """``--store`` (or ``$BENCHPROOF_STORE``) names the directory's log, not the log of a copy a
     command makes: a backup under it writes its own file, not the store over itself."""
-    import os
-    import subprocess
-
-    from tests.servers import SCRIPT, run_cli
+    from tests.servers import run_cli
 
     data = tmp_path / "data"
     assert run_cli("init", "--data", data).returncode == 0
-    env = {**os.environ, "BENCHPROOF_STORE": f"sqlite://{(data / 'benchproof.db').resolve()}"}
-    done = subprocess.run(
-        [str(SCRIPT), "backup", "--data", str(data), str(tmp_path / "out")],
-        capture_output=True, text=True, env=env, check=False, timeout=300,
-    )  # fmt: skip
+    env = {"BENCHPROOF_STORE": f"sqlite://{(data / 'benchproof.db').resolve()}"}
+    done = run_cli("backup", "--data", data, tmp_path / "out", env=env)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "out" / "benchproof.db").exists()
     assert run_cli("verify", "--data", tmp_path / "out").returncode == 0

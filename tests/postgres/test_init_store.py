@@ -5,7 +5,6 @@ by the same keys."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from events.stores import log_exists
@@ -14,18 +13,7 @@ from tests.servers import run_cli
 
 
 def _cli(*args: object, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-    import subprocess
-
-    from tests.servers import SCRIPT
-
-    done = subprocess.run(
-        [str(SCRIPT), *map(str, args)],
-        capture_output=True,
-        text=True,
-        env={**{k: v for k, v in os.environ.items() if k != "BENCHPROOF_STORE"}, **(env or {})},
-        check=False,
-        timeout=300,
-    )
+    done = run_cli(*args, env=env)
     return done.returncode, done.stdout, done.stderr
 
 
