@@ -40,14 +40,11 @@ class DataDir:
 
     @property
     def store(self) -> str:
-        """The URL of the log's store."""
-        if self._store:
-            return self._store
-        named = os.environ.get(STORE_ENV)
-        if named:
-            return named
-        recorded = self.recorded_store()
-        return recorded if recorded else self.own_store
+        """The URL of the log's store (resolved once: a request's reads and challenges ask for
+        it, and the recorded one is a file)."""
+        if not self._store:
+            self._store = os.environ.get(STORE_ENV) or self.recorded_store() or self.own_store
+        return self._store
 
     @property
     def own_store(self) -> str:
