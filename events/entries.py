@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import binascii
 import hashlib
+import re
 from datetime import UTC, datetime
 
 import msgspec
@@ -19,6 +20,7 @@ from events.errors import LogCorrupted
 __all__ = [
     "DIGEST_NAMED",
     "EVENT_PAYLOAD_TYPE",
+    "INSTANT",
     "INTOTO_PAYLOAD_TYPE",
     "DsseEnvelope",
     "DsseSignature",
@@ -205,6 +207,10 @@ def decode_payload(envelope: DsseEnvelope, *, position: int) -> bytes:
         return binascii.a2b_base64(envelope.payload, strict_mode=True)
     except ValueError:  # binascii.Error is one; a character outside ASCII raises the other
         raise LogCorrupted(f"entry {position}: payload is not base64", position=position) from None
+
+
+INSTANT = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\Z")
+"""An instant as the log writes its own (``format_instant``)."""
 
 
 def format_instant(when: datetime) -> str:

@@ -11,18 +11,17 @@ wrote (a mirror), byte for byte and at the same positions, after checking them.
 their SQL in ``events.stores.sqlbase`` and are the only code that writes SQL on the log tables.
 ``tests/contract/test_store.py`` is the behaviour every adapter must show.
 
-A store is generic in its *session*: the database handle that the projections read and write
-through. It is the writer's connection (on PostgreSQL, a ``events.stores.pgsql.PgSession`` that
-speaks as a ``sqlite3.Connection`` does), so that one transaction commits the entries and the
-projections they touch together.
+A store is generic in its *session* (``Session``): the database handle that the projections
+read and write through. It is the writer's connection, so that one transaction commits the
+entries and the projections they touch together.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import NamedTuple, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 import msgspec
 
@@ -31,6 +30,7 @@ from events.entries import Pending, StoredEntry
 __all__ = [
     "Appended",
     "ChunkSigner",
+    "Cursor",
     "EntryHeader",
     "EntryRow",
     "LeafCheck",
@@ -39,9 +39,46 @@ __all__ = [
     "Mirrored",
     "NoteSigner",
     "Projector",
+    "Session",
     "SignedCheckpoint",
     "stored_entries",
 ]
+
+
+class Cursor(Protocol):
+    """The rows a statement answered, as a session's ``execute`` returns them."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    @property
+    def description(self) -> Any: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+    def close(self) -> None: ...
+
+
+class Session(Protocol):
+    """A database session of a store (``events.stores``): what the projections and the service's
+    own tables send their statements through. Transactions are the store's: a session runs
+    statements inside whatever the store began. Parameters are bound, never interpolated."""
+
+    def execute(
+        self, sql: str, parameters: Sequence[Any] | Mapping[str, Any] = (), /
+    ) -> Cursor: ...
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]], /) -> Cursor: ...
+
+    @property
+    def in_transaction(self) -> bool: ...
+
+    def close(self) -> None: ...
+
 
 S = TypeVar("S")
 S_co = TypeVar("S_co", covariant=True)

@@ -16,6 +16,7 @@ import msgspec
 
 from events.decoding import decode_event
 from events.entries import StoredEntry
+from events.keyring import KeyView, fold_keys
 from events.types import (
     AnyEvent,
     ManifestRecorded,
@@ -30,7 +31,6 @@ from events.types import (
 )
 from projections.changes import RowChanges
 from projections.groups import MemberChange, apply_change, fold_group
-from projections.keyring import KeyView, fold_keys
 from projections.records import Insert, Manifest, Update, record_ops
 from projections.rows import RowStore
 from projections.runs import Context, carried_manifests, fold_run

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Generic, TypeVar
 
-from projections.keyring import KeyView
+from events.keyring import KeyView
 from projections.views import GroupView, RunView
 
 __all__ = ["RowChanges", "Versions"]

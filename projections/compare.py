@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import msgspec
 
+from events.port import Cursor, Session
 from projections import schema
 
 __all__ = ["Difference", "compare_tables", "rows_digest", "table_digest"]
@@ -29,11 +29,11 @@ class Difference(msgspec.Struct, frozen=True):
     rebuilt: list[Any] | None
 
 
-def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
+def _columns(conn: Session, table: str) -> list[str]:
     return [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
 
 
-def _ordered(conn: sqlite3.Connection, source: str, columns: Sequence[str]) -> sqlite3.Cursor:
+def _ordered(conn: Session, source: str, columns: Sequence[str]) -> Cursor:
     order = ", ".join(f'"{c}"' for c in columns)
     return conn.execute(f"SELECT * FROM ({source}) AS rows_ ORDER BY {order}")  # noqa: S608
 
@@ -48,7 +48,7 @@ _PACK = msgspec.msgpack.Encoder()
 _MOD = 1 << 256
 
 
-def rows_digest(rows: Iterator[tuple[Any, ...]]) -> str:
+def rows_digest(rows: Iterable[tuple[Any, ...]]) -> str:
     """A digest of a multiset of rows, whatever their order: the sum, modulo 2^256, of the
     SHA-256 of each row (as MessagePack, which keeps text, bytes, integers and doubles
     apart). No sort is needed, and rows read from several databases simply add up."""
@@ -58,13 +58,13 @@ def rows_digest(rows: Iterator[tuple[Any, ...]]) -> str:
     return f"{total % _MOD:064x}"
 
 
-def table_digest(conn: sqlite3.Connection, table: str) -> str:
+def table_digest(conn: Session, table: str) -> str:
     """The digest of a projection table's rows (``rows_digest``)."""
     return rows_digest(conn.execute(f"SELECT * FROM {table}"))  # noqa: S608
 
 
 def compare_tables(
-    live: sqlite3.Connection, rebuilt: sqlite3.Connection, schemas: Sequence[str]
+    live: Session, rebuilt: Session, schemas: Sequence[str]
 ) -> tuple[dict[str, str], list[Difference]]:
     """Each table's digest as rebuilt (``rebuilt`` reads it from its attached ``schemas``),
     and the first differing row of each table whose live digest is another."""

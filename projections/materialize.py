@@ -7,15 +7,15 @@ The fold of each batch is a ``projections.batch.Batch``; it reads and writes row
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from events.bulk import paused_gc
 from events.entries import StoredEntry
 from events.errors import LogError
+from events.keyring import KeyView
+from events.port import Session
 from projections import schema
 from projections.batch import RUN_SUBJECTS, Batch
-from projections.keyring import KeyView
 from projections.queries import KeyringCache, current_size, stored_format
 from projections.rows import RowStore
 
@@ -41,7 +41,7 @@ FORMAT = 9
 class Materializer:
     """Applies committed entries to the projection tables of one connection."""
 
-    def __init__(self, conn: sqlite3.Connection, *, create: bool = True) -> None:
+    def __init__(self, conn: Session, *, create: bool = True) -> None:
         """``create=False``: the tables and indexes are known to be there (nothing to make)."""
         self.conn = conn
         self.rows = RowStore(conn)
@@ -94,7 +94,7 @@ class Materializer:
         """Drop what is cached of the projections (the transaction that folded it was undone)."""
         self._keyring.forget()
 
-    def __call__(self, conn: sqlite3.Connection, entries: Sequence[StoredEntry]) -> None:
+    def __call__(self, conn: Session, entries: Sequence[StoredEntry]) -> None:
         """The store's projector hook: ``conn`` is the store's session, which must be this
         materialiser's connection (one transaction holds the entries and their projections).
 
@@ -131,7 +131,7 @@ class Materializer:
                 schema.create(self.conn)
             return count
 
-    def replace_with(self, rebuilt: sqlite3.Connection, schemas: Sequence[str]) -> None:
+    def replace_with(self, rebuilt: Session, schemas: Sequence[str]) -> None:
         """Replace every projection with the rebuilt one that ``rebuilt`` reads from its
         attached ``schemas`` (``projections.shards``), in the caller's transaction."""
         schema.drop(self.conn)

@@ -8,12 +8,12 @@ statement, at the end of a batch.
 
 from __future__ import annotations
 
-import sqlite3
 from collections import Counter
 from collections.abc import Iterator, Sequence
 
 import msgspec
 
+from events.port import Session
 from projections import schema
 from projections.changes import RowChanges
 from projections.queries import tolerance_policy
@@ -52,7 +52,7 @@ class RowStore:
     """Reads and writes the projection tables of one connection, in the caller's
     transaction."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: Session) -> None:
         self.conn = conn
 
     # --- loading ---------------------------------------------------------------------------
@@ -240,7 +240,7 @@ class RowStore:
         ``format_`` (the rows ``projections.queries.current_size`` and ``stored_format`` read)."""
         self.conn.executemany(_SET_STATE, [("all", position), ("format", format_)])
 
-    def copy_rebuilt(self, rebuilt: sqlite3.Connection, schemas: Sequence[str]) -> None:
+    def copy_rebuilt(self, rebuilt: Session, schemas: Sequence[str]) -> None:
         """Copy every projection table that ``rebuilt`` reads from its attached ``schemas``
         (``schema.rebuilt_rows``) into this connection's (empty) tables."""
         for table in schema.TABLES:

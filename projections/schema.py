@@ -7,8 +7,9 @@ position ``s`` is visible from size ``s + 1``). A read ``asOf`` size ``p`` takes
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
+
+from events.port import Session
 
 __all__ = ["NAMES", "TABLES", "create", "drop", "rebuilt_rows"]
 
@@ -97,7 +98,7 @@ NAMES = TABLES + tuple(ddl.split()[5] for ddl in _INDEXES)
 """Every table and index ``create`` makes (all present: nothing to create)."""
 
 
-def create(conn: sqlite3.Connection, *, indexes: bool = True) -> None:
+def create(conn: Session, *, indexes: bool = True) -> None:
     """Create every projection table (and, unless told not to, index) that does not exist.
 
     ``indexes=False``: tables only. A rebuild builds the indexes once at its end (a bulk build
@@ -109,7 +110,7 @@ def create(conn: sqlite3.Connection, *, indexes: bool = True) -> None:
             conn.execute(ddl)
 
 
-def drop(conn: sqlite3.Connection) -> None:
+def drop(conn: Session) -> None:
     """Drop every projection table (the log's own tables are untouched)."""
     for table in TABLES:
         conn.execute(f"DROP TABLE IF EXISTS {table}")

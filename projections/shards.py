@@ -46,6 +46,8 @@ from typing import IO, Any, BinaryIO, NamedTuple
 from events.bulk import paused_gc
 from events.entries import StoredEntry, read_entry
 from events.errors import EventError, LogCorrupted, LogError
+from events.keyring import KeyView
+from events.port import Session
 from events.stores.sqlite import SqliteLog
 from events.types import (
     AnyEvent,
@@ -60,7 +62,6 @@ from events.types import (
 from projections import schema
 from projections.batch import RUN_SUBJECTS, Batch, GroupSeed
 from projections.groups import MemberChange
-from projections.keyring import KeyView
 from projections.materialize import FORMAT, Materializer
 from projections.rows import RowStore
 from projections.runs import Context
@@ -93,7 +94,7 @@ def shard_of(subject: str, workers: int) -> int:
     return (ord(subject[-1]) if subject else 0) % workers
 
 
-def open_scratch(path: Path) -> sqlite3.Connection:
+def open_scratch(path: Path) -> Session:
     """A fresh scratch database: no journal, no syncs (it is thrown away if anything fails),
     the projection tables without indexes."""
     path.unlink(missing_ok=True)  # never rows of an earlier build
@@ -110,7 +111,7 @@ def open_scratch(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def open_rebuilt(paths: Sequence[Path]) -> tuple[sqlite3.Connection, list[str]]:
+def open_rebuilt(paths: Sequence[Path]) -> tuple[Session, list[str]]:
     """A connection that reads a sharded rebuild (``rebuild_sharded``'s paths: the shards, then
     the groups' database), and the schemas a table's rows come from (``schema.rebuilt_rows``)."""
     *shards, groups = paths
@@ -122,7 +123,7 @@ def open_rebuilt(paths: Sequence[Path]) -> tuple[sqlite3.Connection, list[str]]:
 
 def rebuild_in_one(
     path: Path, entries: Iterable[StoredEntry], *, batch_size: int = 4000
-) -> tuple[sqlite3.Connection, list[str]]:
+) -> tuple[Session, list[str]]:
     """Rebuild every projection from ``entries`` (the log from position 0) into a fresh scratch
     database at ``path``, in this process; return a connection that reads it and its schema.
 
@@ -359,7 +360,7 @@ class _Worker:
         self.proc.stdout.close()
 
 
-def _fold_groups(conn: sqlite3.Connection, changes: Iterator[Change], batch: int) -> None:
+def _fold_groups(conn: Session, changes: Iterator[Change], batch: int) -> None:
     """Fold the merged member changes into the groups and leader histories of ``conn``, in
     batches that end between positions (a position's changes make one version)."""
     store = RowStore(conn)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 from typing import Any, Literal
 
 import msgspec
+
+from events.entries import INSTANT
 
 EvidenceLevel = Literal[
     "reported", "reproducible", "verified", "replicated", "disputed", "retracted", "superseded"
@@ -56,10 +57,6 @@ class RerunRequest(msgspec.Struct, frozen=True, omit_defaults=True):
         until = instant_of(self.leaseUntil)
         now = instant_of(instant)
         return until is not None and now is not None and until > now
-
-
-INSTANT = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\Z")
-"""An instant as the log writes its own (``events.entries.format_instant``)."""
 
 
 def instant_of(text: str | None) -> datetime | None:

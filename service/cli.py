@@ -28,8 +28,9 @@ from projections.errors import (
 )
 from service.app.runs import candidates
 from service.commands.base import local_path
-from service.config import STORE_ENV
+from service.core.config import STORE_ENV
 from service.errors import InvalidInput, NotFound, ServiceError
+from verifier.errors import VerifierError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_ENVIRONMENT = 0, 1, 2, 3, 4
 
@@ -133,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(exc.detail + ": " + ", ".join(candidates(exc)), EXIT_USAGE)
     except (StorageFault, LogCorrupted) as exc:  # a damaged database, a full disk...
         return _fail(exc.detail, EXIT_ENVIRONMENT)
-    except (EventError, ServiceError, KeyringError, ProjectionError) as exc:
+    except (EventError, ServiceError, VerifierError, KeyringError, ProjectionError) as exc:
         return _fail(exc.detail, EXIT_USAGE)
     except KeyboardInterrupt:
         return _fail("interrupted", 130)

@@ -4,12 +4,12 @@ every run's rank at once, and the history of its leaders."""
 from __future__ import annotations
 
 import bisect
-import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
 import msgspec
 
+from events.port import Session
 from projections.errors import UnknownGroup
 from projections.queries._asof import LIVE, RUN, at
 from projections.queries.state import current_size
@@ -51,7 +51,7 @@ size. The cache belongs to the caller (one per database)."""
 
 
 def _standings(
-    conn: sqlite3.Connection, key: str, p: int, sign: float, cache: StandingsCache | None
+    conn: Session, key: str, p: int, sign: float, cache: StandingsCache | None
 ) -> _Standings:
     if cache is not None:
         found = cache.get((key, p))
@@ -75,7 +75,7 @@ def _standings(
 
 
 def rank_of(
-    conn: sqlite3.Connection,
+    conn: Session,
     view: RunView,
     as_of: int | None = None,
     cache: StandingsCache | None = None,
@@ -105,7 +105,7 @@ class GroupSummary(msgspec.Struct, frozen=True):
     policyVersion: str
 
 
-def group(conn: sqlite3.Connection, key: str, as_of: int | None = None) -> GroupSummary:
+def group(conn: Session, key: str, as_of: int | None = None) -> GroupSummary:
     """A comparison group as it stood at ``as_of``.
 
     Raises:
@@ -128,9 +128,7 @@ def group(conn: sqlite3.Connection, key: str, as_of: int | None = None) -> Group
     return GroupSummary(key, kind, metric, direction, members, leader, best, policy)
 
 
-def ranked_members(
-    conn: sqlite3.Connection, key: str, as_of: int | None = None
-) -> list[tuple[int, RunView]]:
+def ranked_members(conn: Session, key: str, as_of: int | None = None) -> list[tuple[int, RunView]]:
     """The eligible runs of a group, best first, with their dense ranks."""
     p = at(as_of)
     rows = conn.execute(
@@ -151,7 +149,7 @@ def ranked_members(
     return out
 
 
-def all_ranks(conn: sqlite3.Connection, as_of: int | None = None) -> dict[str, tuple[int, int]]:
+def all_ranks(conn: Session, as_of: int | None = None) -> dict[str, tuple[int, int]]:
     """Dense rank and distinct-value count of every eligible run, in one scan."""
     p = at(as_of)
     groups: dict[str, list[tuple[float, str, str]]] = {}
@@ -171,7 +169,7 @@ def all_ranks(conn: sqlite3.Connection, as_of: int | None = None) -> dict[str, t
 
 
 def matching_groups(
-    conn: sqlite3.Connection, ref: str, as_of: int | None = None, *, limit: int = 20
+    conn: Session, ref: str, as_of: int | None = None, *, limit: int = 20
 ) -> list[str]:
     """The keys of the groups (and cohorts) live at ``as_of`` that ``ref`` names: its own key
     when a group has it, else every key that starts with ``ref`` (a short key, with or without
@@ -196,7 +194,7 @@ def matching_groups(
 
 
 def leader_history(
-    conn: sqlite3.Connection, key: str | None = None, as_of: int | None = None
+    conn: Session, key: str | None = None, as_of: int | None = None
 ) -> Iterator[LeaderChange]:
     """Leader changes of one group (kernel comparison group or serving cohort), or of every
     kernel comparison group (KernelIndex keeps leader history for those only), ordered by group

@@ -11,11 +11,11 @@ Every read answers as of a tree size from positions the projections keep (``vali
 
 from __future__ import annotations
 
-import sqlite3
 from collections import Counter
 
 import msgspec
 
+from events.port import Session
 from projections.queries._asof import JSON, RUN, at
 
 __all__ = ["Touch", "run_touches", "standing_changes", "successor_touches"]
@@ -46,7 +46,7 @@ class Touch(msgspec.Struct, frozen=True, omit_defaults=True):
     previousLeader: str | None = None
 
 
-def _attestation_touches(conn: sqlite3.Connection, digest: str, p: int) -> list[Touch]:
+def _attestation_touches(conn: Session, digest: str, p: int) -> list[Touch]:
     out: list[Touch] = []
     for row in conn.execute(
         "SELECT id, attester, predicate, valid_from, withdrawn_at, withdrawn_reason, hidden_at,"
@@ -64,7 +64,7 @@ def _attestation_touches(conn: sqlite3.Connection, digest: str, p: int) -> list[
     return out
 
 
-def _report_touches(conn: sqlite3.Connection, digest: str, p: int) -> list[Touch]:
+def _report_touches(conn: Session, digest: str, p: int) -> list[Touch]:
     out: list[Touch] = []
     for ident, category, since, resolved, resolution, note in conn.execute(
         "SELECT id, category, valid_from, resolved_at, resolution, note FROM p_reports"
@@ -84,7 +84,7 @@ _RERUN_KINDS = {
 }
 
 
-def _rerun_touches(conn: sqlite3.Connection, digest: str, p: int) -> list[Touch]:
+def _rerun_touches(conn: Session, digest: str, p: int) -> list[Touch]:
     out: list[Touch] = []
     for ident, kind, actor, since, request, body in conn.execute(
         "SELECT id, kind, actor, valid_from, request_id, body FROM p_reruns"
@@ -100,7 +100,7 @@ def _rerun_touches(conn: sqlite3.Connection, digest: str, p: int) -> list[Touch]
     return out
 
 
-def _citation_touches(conn: sqlite3.Connection, digest: str, p: int) -> list[Touch]:
+def _citation_touches(conn: Session, digest: str, p: int) -> list[Touch]:
     return [
         Touch(since - 1, "citation", ref=ident, detail=accessed)
         for ident, accessed, since in conn.execute(
@@ -111,7 +111,7 @@ def _citation_touches(conn: sqlite3.Connection, digest: str, p: int) -> list[Tou
     ]
 
 
-def run_touches(conn: sqlite3.Connection, digest: str, as_of: int | None = None) -> list[Touch]:
+def run_touches(conn: Session, digest: str, as_of: int | None = None) -> list[Touch]:
     """The entries up to ``as_of`` that the attestation, report, rerun and citation projections
     keep about run ``digest`` (a withdrawal, hiding or resolution only once it applied), by
     position. A rerun claim of the first version, which names no run, is not among them."""
@@ -126,7 +126,7 @@ def run_touches(conn: sqlite3.Connection, digest: str, as_of: int | None = None)
 
 
 def successor_touches(
-    conn: sqlite3.Connection, digest: str, row_key: str | None, as_of: int | None = None
+    conn: Session, digest: str, row_key: str | None, as_of: int | None = None
 ) -> list[Touch]:
     """The supersessions, up to ``as_of``, of earlier runs by run ``digest``: those of the runs
     of its source row ``row_key`` (the way an import supersedes a corrected row) that name it as
@@ -159,9 +159,7 @@ def _live(since: int, until: int | None, size: int) -> bool:
     return since <= size and (until is None or until > size)
 
 
-def _rank_changes(
-    conn: sqlite3.Connection, digest: str, key: str, sign: float, p: int
-) -> list[Touch]:
+def _rank_changes(conn: Session, digest: str, key: str, sign: float, p: int) -> list[Touch]:
     """The run's dense rank in group ``key`` after each entry that changed it, up to ``p``."""
     changes: dict[int, list[tuple[int, float, bool]]] = {}
     for run, since, until, value in conn.execute(
@@ -201,7 +199,7 @@ def _rank_changes(
 
 
 def _leader_changes(
-    conn: sqlite3.Connection, digest: str, key: str, ranked: list[tuple[int, int | None]], p: int
+    conn: Session, digest: str, key: str, ranked: list[tuple[int, int | None]], p: int
 ) -> list[Touch]:
     """The changes of group ``key``'s leader, up to ``p``, that the run lived through: those
     that made it or unmade it the leader, and any while it was ranked in the group (``ranked``:
@@ -222,9 +220,7 @@ def _leader_changes(
     return out
 
 
-def standing_changes(
-    conn: sqlite3.Connection, digest: str, as_of: int | None = None
-) -> list[Touch]:
+def standing_changes(conn: Session, digest: str, as_of: int | None = None) -> list[Touch]:
     """How the entries up to ``as_of`` moved run ``digest`` in each group it was ranked in:
     a ``rank`` touch wherever its dense rank changed (entering and leaving the ranking too),
     and a ``leader`` touch wherever the group's leader changed while it was ranked there, or

@@ -4,16 +4,16 @@ signed."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Mapping, Sequence
 
-from projections.keyring import KeyView
+from events.keyring import KeyView
+from events.port import Session
 from projections.queries.state import keys_version
 
 __all__ = ["KeyringCache", "attestation_counts", "keyring", "signed_by", "signed_counts"]
 
 
-def keyring(conn: sqlite3.Connection) -> dict[str, KeyView]:
+def keyring(conn: Session) -> dict[str, KeyView]:
     """Every key the projection knows, by key id."""
     out = {}
     for key_id, role, name, public, since, until, reason, rotated in conn.execute(
@@ -36,7 +36,7 @@ class KeyringCache:
     def __init__(self) -> None:
         self._held: tuple[tuple[int, int], Mapping[str, KeyView]] = (_NOTHING, {})
 
-    def __call__(self, conn: sqlite3.Connection) -> Mapping[str, KeyView]:
+    def __call__(self, conn: Session) -> Mapping[str, KeyView]:
         version = keys_version(conn)
         held = self._held
         if held[0] != version:
@@ -44,7 +44,7 @@ class KeyringCache:
             self._held = held
         return held[1]
 
-    def hold(self, conn: sqlite3.Connection, keys: Mapping[str, KeyView]) -> None:
+    def hold(self, conn: Session, keys: Mapping[str, KeyView]) -> None:
         """Keep ``keys``, the keyring as ``conn`` now holds it (written in its transaction)."""
         self._held = (keys_version(conn), keys)
 
@@ -53,14 +53,14 @@ class KeyringCache:
         self._held = (_NOTHING, {})
 
 
-def attestation_counts(conn: sqlite3.Connection) -> dict[str, int]:
+def attestation_counts(conn: Session) -> dict[str, int]:
     """How many attestations each key posted (withdrawn and hidden ones too: every one is an
     entry the key signed), by key id; a key that posted none is left out."""
     rows = conn.execute("SELECT attester, count(*) FROM p_attestations GROUP BY attester")
     return {attester: count for attester, count in rows}
 
 
-def signed_counts(conn: sqlite3.Connection, key_ids: Sequence[str] | None = None) -> dict[str, int]:
+def signed_counts(conn: Session, key_ids: Sequence[str] | None = None) -> dict[str, int]:
     """How many entries each key signed (every entry: registrations, attestations,
     withdrawals, reruns, and for the index key every event of the index), by key id; only
     ``key_ids``, if given."""
@@ -76,7 +76,7 @@ def signed_counts(conn: sqlite3.Connection, key_ids: Sequence[str] | None = None
 
 
 def signed_by(
-    conn: sqlite3.Connection, key_id: str, *, after: int | None = None, limit: int = 100
+    conn: Session, key_id: str, *, after: int | None = None, limit: int = 100
 ) -> list[int]:
     """The positions of the entries ``key_id`` signed (after position ``after``), oldest
     first, at most ``limit``."""

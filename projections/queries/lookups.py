@@ -3,12 +3,12 @@ holds, and which run a source row last produced. Each answers for the current st
 
 from __future__ import annotations
 
-import sqlite3
+from events.port import Session
 
 __all__ = ["known_manifests", "latest_for_row", "registered_sources", "run_exists"]
 
 
-def _present(conn: sqlite3.Connection, sql: str, digests: list[str]) -> set[str]:
+def _present(conn: Session, sql: str, digests: list[str]) -> set[str]:
     """Which of ``digests`` the query (``... IN ({marks})``) finds, 500 at a time."""
     found: set[str] = set()
     for i in range(0, len(digests), 500):
@@ -19,12 +19,12 @@ def _present(conn: sqlite3.Connection, sql: str, digests: list[str]) -> set[str]
     return found
 
 
-def known_manifests(conn: sqlite3.Connection, digests: list[str]) -> set[str]:
+def known_manifests(conn: Session, digests: list[str]) -> set[str]:
     """Which of ``digests`` the log holds as manifests now."""
     return _present(conn, "SELECT digest FROM p_manifests WHERE digest IN ({marks})", digests)
 
 
-def run_exists(conn: sqlite3.Connection, digests: list[str]) -> set[str]:
+def run_exists(conn: Session, digests: list[str]) -> set[str]:
     """Which of ``digests`` are runs the log holds now."""
     return _present(
         conn,
@@ -33,7 +33,7 @@ def run_exists(conn: sqlite3.Connection, digests: list[str]) -> set[str]:
     )
 
 
-def latest_for_row(conn: sqlite3.Connection, row_key: str) -> str | None:
+def latest_for_row(conn: Session, row_key: str) -> str | None:
     """The newest run ingested from the source row ``row_key``, if any."""
     row = conn.execute(
         "SELECT run_digest FROM p_rowkeys WHERE row_key = ? ORDER BY valid_from DESC LIMIT 1",
@@ -42,6 +42,6 @@ def latest_for_row(conn: sqlite3.Connection, row_key: str) -> str | None:
     return None if row is None else str(row[0])
 
 
-def registered_sources(conn: sqlite3.Connection) -> set[str]:
+def registered_sources(conn: Session) -> set[str]:
     """The names of every source the log has registered."""
     return {row[0] for row in conn.execute("SELECT source FROM p_sources")}

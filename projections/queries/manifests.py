@@ -3,21 +3,18 @@ a run's own manifest, which stays in its ``run.ingested`` entry (it is in the lo
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from events.decoding import decode_event
 from events.entries import read_entry
-from events.port import LogReader
+from events.port import LogReader, Session
 from events.types import RunIngested
 from projections.queries._asof import JSON, at
 
 __all__ = ["ingest_position", "manifest", "run_bundle", "run_manifest"]
 
 
-def manifest(
-    conn: sqlite3.Connection, digest: str, as_of: int | None = None
-) -> dict[str, Any] | None:
+def manifest(conn: Session, digest: str, as_of: int | None = None) -> dict[str, Any] | None:
     """The manifest with spec digest ``digest`` that the projections hold, if the log held it
     at ``as_of``. A run's own manifest is not among them: ``run_manifest`` reads it."""
     row = conn.execute(
@@ -29,7 +26,7 @@ def manifest(
     return body
 
 
-def ingest_position(conn: sqlite3.Connection, digest: str, as_of: int | None = None) -> int | None:
+def ingest_position(conn: Session, digest: str, as_of: int | None = None) -> int | None:
     """The position of the run's ``run.ingested`` entry, if the log held the run at ``as_of``
     (a run's first version is made by that entry, at position ``valid_from - 1``)."""
     row = conn.execute(
@@ -40,7 +37,7 @@ def ingest_position(conn: sqlite3.Connection, digest: str, as_of: int | None = N
 
 
 def run_bundle(
-    conn: sqlite3.Connection, log: LogReader, digest: str, as_of: int | None = None
+    conn: Session, log: LogReader, digest: str, as_of: int | None = None
 ) -> dict[str, dict[str, Any]] | None:
     """The manifests the run ``digest`` was ingested with, by role (its own as ``run``), if the
     log held the run at ``as_of``: read from the run's ``run.ingested`` entry in ``log`` (the
@@ -56,7 +53,7 @@ def run_bundle(
 
 
 def run_manifest(
-    conn: sqlite3.Connection, log: LogReader, digest: str, as_of: int | None = None
+    conn: Session, log: LogReader, digest: str, as_of: int | None = None
 ) -> dict[str, Any] | None:
     """The manifest of the run ``digest`` (``run_bundle``'s ``run``)."""
     bundle = run_bundle(conn, log, digest, as_of)

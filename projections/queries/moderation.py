@@ -5,11 +5,11 @@ A withdrawal and a hiding each keep their own reason (a hidden attestation is ne
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 import msgspec
 
+from events.port import Session
 from projections.queries._asof import JSON, at
 
 __all__ = [
@@ -65,7 +65,7 @@ def _attestation(row: tuple[Any, ...], p: int) -> Attestation:
 
 
 def attestations(
-    conn: sqlite3.Connection, digest: str, as_of: int | None = None, *, include_hidden: bool = False
+    conn: Session, digest: str, as_of: int | None = None, *, include_hidden: bool = False
 ) -> list[Attestation]:
     """The attestations on a run at ``as_of``, oldest first; hidden ones only if asked."""
     p = at(as_of)
@@ -79,7 +79,7 @@ def attestations(
 
 
 def find_attestations(
-    conn: sqlite3.Connection,
+    conn: Session,
     as_of: int | None = None,
     *,
     attestation_id: str | None = None,
@@ -123,7 +123,7 @@ class AttestationState(msgspec.Struct, frozen=True):
     hidden: bool
 
 
-def attestation_state(conn: sqlite3.Connection, attestation_id: str) -> AttestationState | None:
+def attestation_state(conn: Session, attestation_id: str) -> AttestationState | None:
     """The attestation with payload digest ``attestation_id`` now (hidden ones too), if any."""
     row = conn.execute(
         "SELECT id, run_digest, attester, withdrawn_at, hidden_at FROM p_attestations WHERE id = ?",
@@ -167,7 +167,7 @@ def _report(row: tuple[Any, ...], p: int) -> Report:
     )
 
 
-def reports(conn: sqlite3.Connection, digest: str, as_of: int | None = None) -> list[Report]:
+def reports(conn: Session, digest: str, as_of: int | None = None) -> list[Report]:
     """The reports filed on a run at ``as_of``, oldest first."""
     p = at(as_of)
     rows = conn.execute(
@@ -178,7 +178,7 @@ def reports(conn: sqlite3.Connection, digest: str, as_of: int | None = None) -> 
     return [_report(row, p) for row in rows]
 
 
-def find_report(conn: sqlite3.Connection, report_id: str) -> Report | None:
+def find_report(conn: Session, report_id: str) -> Report | None:
     """The report with payload digest ``report_id`` now (with its resolution), if any."""
     row = conn.execute(
         f"SELECT {_REPORT_COLUMNS} FROM p_reports WHERE id = ?", (report_id,)

@@ -4,8 +4,7 @@ protocol, environment or correctness policy) keeps out of the run's ranking."""
 
 from __future__ import annotations
 
-import sqlite3
-
+from events.port import Session
 from projections.queries._asof import LIVE, RUN, at
 from projections.views import RunView
 
@@ -15,7 +14,7 @@ BETTER_ELSEWHERE_CAP = 20
 
 
 def better_elsewhere(
-    conn: sqlite3.Connection,
+    conn: Session,
     view: RunView,
     as_of: int | None = None,
     *,

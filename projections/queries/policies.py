@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 import msgspec
 
+from events.port import Session
 from projections.tolerance import DEFAULT_POLICY, POLICY_NAME, TolerancePolicy, policy_from
 
 __all__ = ["tolerance_policy"]
 
 
-def tolerance_policy(conn: sqlite3.Connection) -> TolerancePolicy:
+def tolerance_policy(conn: Session) -> TolerancePolicy:
     """The tolerance policy in force after the rows ``conn`` sees: the latest valid one the
     index recorded, or the built-in default (a log from before policies)."""
     for version, parameters in conn.execute(

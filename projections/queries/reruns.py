@@ -3,18 +3,18 @@ state lives in the run's view, ``RunView.rerunRequests``)."""
 
 from __future__ import annotations
 
-import sqlite3
+from events.port import Session
 
 __all__ = ["rerun_request_ids", "rerun_request_run"]
 
 
-def rerun_request_ids(conn: sqlite3.Connection) -> list[str]:
+def rerun_request_ids(conn: Session) -> list[str]:
     """The ids of every rerun request recorded, oldest first."""
     rows = conn.execute("SELECT id FROM p_reruns WHERE kind = 'requested' ORDER BY valid_from")
     return [request_id for (request_id,) in rows]
 
 
-def rerun_request_run(conn: sqlite3.Connection, request_id: str) -> str | None:
+def rerun_request_run(conn: Session, request_id: str) -> str | None:
     """The digest of the run the request ``request_id`` is about (None: no such request)."""
     row = conn.execute(
         "SELECT run_digest FROM p_reruns WHERE id = ? AND kind = 'requested'", (request_id,)

@@ -4,9 +4,9 @@ runs listed in the search's order."""
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections.abc import Iterator
 
+from events.port import Session
 from projections.errors import AmbiguousRun, MalformedReference, UnknownRun
 from projections.queries._asof import LIVE, RUN, at
 from projections.queries.search import search_runs
@@ -28,7 +28,7 @@ _UUID = re.compile(r"^[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\Z")
 _ALIAS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*:[^\x00-\x1f\x7f]+\Z")  # <source>:<externalId>
 
 
-def run_view(conn: sqlite3.Connection, digest: str, as_of: int | None = None) -> RunView | None:
+def run_view(conn: Session, digest: str, as_of: int | None = None) -> RunView | None:
     """The run as it stood at ``as_of``."""
     p = at(as_of)
     row = conn.execute(
@@ -37,7 +37,7 @@ def run_view(conn: sqlite3.Connection, digest: str, as_of: int | None = None) ->
     return None if row is None else RUN.decode(row[0])
 
 
-def run_digests(conn: sqlite3.Connection, as_of: int | None = None) -> list[str]:
+def run_digests(conn: Session, as_of: int | None = None) -> list[str]:
     """The digest of every run the log held at ``as_of`` (whatever its status), in order."""
     p = at(as_of)
     return [
@@ -48,12 +48,12 @@ def run_digests(conn: sqlite3.Connection, as_of: int | None = None) -> list[str]
     ]
 
 
-def has_runs(conn: sqlite3.Connection) -> bool:
+def has_runs(conn: Session) -> bool:
     """Whether the log holds any run (in any version)."""
     return conn.execute("SELECT 1 FROM p_runs LIMIT 1").fetchone() is not None
 
 
-def resolve_run(conn: sqlite3.Connection, ref: str, as_of: int | None = None) -> str:
+def resolve_run(conn: Session, ref: str, as_of: int | None = None) -> str:
     """The run digest a reference names: a full ``sha256:`` digest, a short id (the first 12 or
     more hex digits), ``kernelindex:<uuid>`` or a source alias ``<source>:<externalId>`` (an
     external id may hold ``/``: ``kernelbot:submission/7``).
@@ -112,7 +112,7 @@ def _check_reference(ref: str) -> None:
         )
 
 
-def _candidates(conn: sqlite3.Connection, ref: str, p: int) -> list[str]:
+def _candidates(conn: Session, ref: str, p: int) -> list[str]:
     """The digests a well-formed reference names at size ``p`` (any number of them)."""
     candidates: list[str] = []
     if _FULL.match(ref):
@@ -136,7 +136,7 @@ def _candidates(conn: sqlite3.Connection, ref: str, p: int) -> list[str]:
     return candidates
 
 
-def _unknown(conn: sqlite3.Connection, ref: str, as_of: int | None) -> UnknownRun:
+def _unknown(conn: Session, ref: str, as_of: int | None) -> UnknownRun:
     """The error for a reference that names nothing: asked as of a past size, it says which,
     and whether the log held nothing then or the run entered it later."""
     if as_of is None:
@@ -154,9 +154,7 @@ def _unknown(conn: sqlite3.Connection, ref: str, as_of: int | None) -> UnknownRu
     )
 
 
-def _current_of_corrections(
-    conn: sqlite3.Connection, candidates: list[str], as_of: int | None
-) -> list[str]:
+def _current_of_corrections(conn: Session, candidates: list[str], as_of: int | None) -> list[str]:
     """The candidates an alias names, less those superseded by another of them: an alias that
     names one source row, corrected over time, names its current run. Runs that merely share an
     external id (KernelBot reuses them) supersede nothing and stay ambiguous."""
@@ -165,9 +163,7 @@ def _current_of_corrections(
     return [c for c in candidates if (v := views[c]) is None or v.supersededBy not in names]
 
 
-def run_versions(
-    conn: sqlite3.Connection, digest: str, as_of: int | None = None
-) -> list[tuple[int, RunView]]:
+def run_versions(conn: Session, digest: str, as_of: int | None = None) -> list[tuple[int, RunView]]:
     """Every version of a run up to ``as_of``: (position of the entry that made it, view)."""
     rows = conn.execute(
         "SELECT valid_from, view FROM p_runs WHERE run_digest = ? AND valid_from <= ? ORDER BY valid_from",
@@ -176,7 +172,7 @@ def run_versions(
     return [(int(r[0]) - 1, RUN.decode(r[1])) for r in rows]
 
 
-def aliases_of(conn: sqlite3.Connection, digest: str, as_of: int | None = None) -> list[str]:
+def aliases_of(conn: Session, digest: str, as_of: int | None = None) -> list[str]:
     """The aliases of a run at ``as_of``, sorted."""
     rows = conn.execute(
         "SELECT alias FROM p_aliases WHERE run_digest = ? AND valid_from <= ? ORDER BY alias",
@@ -185,7 +181,7 @@ def aliases_of(conn: sqlite3.Connection, digest: str, as_of: int | None = None) 
     return [r[0] for r in rows]
 
 
-def all_aliases(conn: sqlite3.Connection, as_of: int | None = None) -> dict[str, list[str]]:
+def all_aliases(conn: Session, as_of: int | None = None) -> dict[str, list[str]]:
     """Every run's aliases, in one scan."""
     out: dict[str, list[str]] = {}
     for alias, digest in conn.execute(
@@ -197,7 +193,7 @@ def all_aliases(conn: sqlite3.Connection, as_of: int | None = None) -> dict[str,
 
 
 def list_runs(
-    conn: sqlite3.Connection,
+    conn: Session,
     as_of: int | None = None,
     *,
     group_key: str | None = None,

@@ -4,11 +4,11 @@ a tree size."""
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any, NamedTuple
 
 import msgspec
 
+from events.port import Session
 from projections.queries._asof import LIVE, RUN, at
 from projections.views import RunView
 
@@ -37,19 +37,19 @@ class Source(msgspec.Struct, frozen=True):
     registered: bool = True
 
 
-def _run_counts(conn: sqlite3.Connection, p: int) -> dict[str, int]:
+def _run_counts(conn: Session, p: int) -> dict[str, int]:
     rows = conn.execute(
         f"SELECT source, count(*) FROM p_runs WHERE {LIVE} GROUP BY source", (p, p)
     ).fetchall()
     return {str(source): int(n) for source, n in rows}
 
 
-def sources(conn: sqlite3.Connection, as_of: int | None = None) -> list[Source]:
+def sources(conn: Session, as_of: int | None = None) -> list[Source]:
     """Every source registered at ``as_of``, with how many runs it had then."""
     return _registered(conn, at(as_of), _run_counts(conn, at(as_of)))
 
 
-def _registered(conn: sqlite3.Connection, p: int, counts: dict[str, int]) -> list[Source]:
+def _registered(conn: Session, p: int, counts: dict[str, int]) -> list[Source]:
     rows = conn.execute(
         "SELECT source, name, url, license, notice FROM p_sources WHERE valid_from <= ? ORDER BY name",
         (p,),
@@ -60,7 +60,7 @@ def _registered(conn: sqlite3.Connection, p: int, counts: dict[str, int]) -> lis
     ]
 
 
-def run_sources(conn: sqlite3.Connection, as_of: int | None = None) -> list[Source]:
+def run_sources(conn: Session, as_of: int | None = None) -> list[Source]:
     """Every source a run names or a registration describes at ``as_of``: the registered ones
     (``sources``), then those only runs name (``registered=False``), by key. Their counts add
     up to every run."""
@@ -75,7 +75,7 @@ def run_sources(conn: sqlite3.Connection, as_of: int | None = None) -> list[Sour
     ]
 
 
-def hardware_names(conn: sqlite3.Connection, as_of: int | None = None) -> list[str]:
+def hardware_names(conn: Session, as_of: int | None = None) -> list[str]:
     """The distinct accelerators the runs name."""
     p = at(as_of)
     rows = conn.execute(
@@ -148,7 +148,7 @@ def _text_clause(text: str, p: int) -> tuple[str, list[Any]]:
 
 
 def search_runs(
-    conn: sqlite3.Connection,
+    conn: Session,
     as_of: int | None = None,
     *,
     text: str | None = None,

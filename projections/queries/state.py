@@ -7,28 +7,28 @@ and ``keys`` (the tree size after the last entry that changed the keyring).
 
 from __future__ import annotations
 
-import sqlite3
+from events.port import Session
 
 __all__ = ["current_size", "keys_version", "stored_format"]
 
 
-def _state(conn: sqlite3.Connection, name: str) -> int | None:
+def _state(conn: Session, name: str) -> int | None:
     row = conn.execute("SELECT position FROM p_state WHERE projection = ?", (name,)).fetchone()
     return None if row is None else int(row[0])
 
 
-def current_size(conn: sqlite3.Connection) -> int:
+def current_size(conn: Session) -> int:
     """The tree size the projections have applied (0 before any)."""
     return _state(conn, "all") or 0
 
 
-def stored_format(conn: sqlite3.Connection) -> int | None:
+def stored_format(conn: Session) -> int | None:
     """The format number of the folds that wrote the projections (``None``: written before
     formats were recorded, or never written)."""
     return _state(conn, "format")
 
 
-def keys_version(conn: sqlite3.Connection) -> tuple[int, int]:
+def keys_version(conn: Session) -> tuple[int, int]:
     """Where the keyring last changed (the tree size after its last key entry, 0 before any),
     and the database's schema cookie: the keyring read at one version is the keyring until
     either moves (a rebuild or a replay's repair recreates the tables, which moves the cookie

@@ -19,7 +19,10 @@ from urllib.parse import parse_qsl, urlencode
 import msgspec
 
 from keys import NoteVerifier
-from service.answers import (
+from service.console.client import Client, Fetched
+from service.core.config import DataDir
+from service.errors import UsageError
+from verifier.answers import (
     ABSENT,
     SIGNATURE_HEADER,
     TREE_SIZE_HEADER,
@@ -29,9 +32,6 @@ from service.answers import (
     first_difference,
     saved,
 )
-from service.client import Client, Fetched
-from service.config import DataDir
-from service.errors import UsageError
 
 __all__ = ["Checked", "fetch_signed", "pinned_target", "recompute", "verify_saved"]
 
@@ -188,10 +188,10 @@ def recompute(data: Path, answer: SavedAnswer) -> tuple[int, bytes, int]:
     """
     from litestar.testing import TestClient
 
-    from service.config import Settings
-    from service.ledger import Ledger
-    from service.logs import configure_logging
+    from service.core.config import Settings
+    from service.core.ledger import Ledger
     from service.web.app import create_app
+    from service.web.logs import configure_logging
 
     # The app's request lines and its test client's would land in this command's output.
     configure_logging(logging.WARNING)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import sqlite3
 from collections.abc import Awaitable, Callable, Mapping
 from importlib import resources
 from typing import Annotated, Any, Literal, NamedTuple, get_args
@@ -28,19 +27,19 @@ from msgspec import UNSET, Meta, UnsetType
 
 from events.decoding import STATEMENT_TYPE
 from events.entries import INTOTO_PAYLOAD_TYPE, Pending, payload_digest
-from events.port import LogReader
+from events.keyring import KeyView
+from events.port import LogReader, Session
 from events.stores import open_reader
 from events.stores.sqlbase import SqlLog
 from events.types.attestations import ATTESTATION_PREDICATE
 from keys import VerifyingKey
 from projections import queries
 from projections.errors import UnknownRun
-from projections.keyring import KeyView
 from service.app.cursors import one_page, position_after
 from service.app.keys import Admit, SignedBody, check_signature, read_envelope, unique_members
 from service.app.log import Proof, latest_checkpoint
+from service.core.ledger import Ledger
 from service.errors import NotFound, ServiceError, UsageError
-from service.ledger import Ledger
 
 __all__ = [
     "ATTESTING_ROLES",
@@ -234,7 +233,7 @@ class _Checked(NamedTuple):
 
     pending: Pending
     attester: str
-    still_valid: Callable[[sqlite3.Connection], None]
+    still_valid: Callable[[Session], None]
     known: tuple[str, int] | None  # (entry id, position) when the log holds it already
 
 
@@ -267,7 +266,7 @@ def _check(ledger: Ledger, ref: str, body: bytes, reads: SqlLog) -> _Checked:
         envelope=signed.raw,
     )
 
-    def still_valid(_session: sqlite3.Connection) -> None:
+    def still_valid(_session: Session) -> None:
         """Checked again in the append's transaction, at the entry's own position: the key may
         have been revoked since."""
         _attester(ledger.projections.keyring(), signed, store.refresh())
@@ -347,7 +346,7 @@ class AttestationPage(msgspec.Struct, frozen=True):
 
 
 def attestation_page(
-    conn: sqlite3.Connection,
+    conn: Session,
     as_of: int | None,
     *,
     size: int,
@@ -391,7 +390,7 @@ _LEAF = msgspec.json.Decoder(_LeafEnvelope)
 
 
 def show_attestation(
-    conn: sqlite3.Connection, log: LogReader, attestation_id: str, as_of: int | None
+    conn: Session, log: LogReader, attestation_id: str, as_of: int | None
 ) -> AttestationRecord:
     """The attestation ``attestation_id`` (its payload digest) with its signed envelope.
 

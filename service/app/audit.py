@@ -7,7 +7,7 @@ answers against the replay.
    be the remembered root (a rewritten past or a fork fails, naming both checkpoints).
 3. The log: every entry bundle and hash tile of the checkpoint's tree, fetched in parallel (and
    kept in a cache folder, so an interrupted audit resumes), checked by ``benchproof verify``'s
-   own code (``service.verification``) through a ``LogReader`` over the fetched tiles: each
+   own code (``verifier.log``) through a ``LogReader`` over the fetched tiles: each
    leaf against its level-0 tile, every signature against the key valid at its position, the
    tree against the hash tiles of every level and against the checkpoints.
 4. Replay: the leaves go into a scratch store (``append_leaves``, which recomputes the tree
@@ -40,10 +40,11 @@ from keys import NoteVerifier
 from projections import queries
 from projections.materialize import Materializer
 from projections.shards import Unshardable, open_rebuilt, rebuild_sharded
-from service.answers import ABSENT, first_difference
 from service.app.runs import show_run
 from service.errors import UsageError
-from service.tlogsource import (
+from verifier.answers import ABSENT, first_difference
+from verifier.log import verify_log
+from verifier.tiles import (
     FetchedCheckpoint,
     HttpSource,
     LeafStream,
@@ -54,7 +55,6 @@ from service.tlogsource import (
     fetch_upper_tiles,
     open_checkpoint,
 )
-from service.verification import verify_log
 
 __all__ = ["AuditReport", "Failure", "audit"]
 

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import msgspec
 
+from events.keyring import KeyView
 from events.stores.faults import StorageFull, StorageReadOnly, storage_fault, storage_faults
 from events.stores.sqlite import SqliteLog, write_committed
 from keys import (
@@ -40,11 +41,10 @@ from keys import (
     open_note,
 )
 from keys.notekeys import parse_vkey
-from projections.keyring import KeyView
 from projections.queries import keyring
-from service.config import DataDir
+from service.core.config import DataDir
+from service.core.ledger import MIRROR_FILE, MirrorInfo, read_mirror
 from service.errors import NotInitialised, UsageError
-from service.ledger import MIRROR_FILE, MirrorInfo, read_mirror
 
 __all__ = ["BACKUP_STEP", "VKEY_FILE", "BackedUp", "backup"]
 

@@ -5,11 +5,11 @@ size (``as_of``; None for now, the size the caller read as ``size``)."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 
 import msgspec
 
+from events.port import Session
 from projections import queries
 from projections.queries.search import run_sources
 from projections.views import RunView
@@ -39,7 +39,7 @@ class SideBySide(msgspec.Struct, frozen=True):
 
 
 def search(
-    conn: sqlite3.Connection,
+    conn: Session,
     as_of: int | None,
     *,
     size: int,
@@ -72,9 +72,7 @@ def search(
     )
 
 
-def side_by_side(
-    conn: sqlite3.Connection, refs: Sequence[str], as_of: int | None, *, size: int
-) -> SideBySide:
+def side_by_side(conn: Session, refs: Sequence[str], as_of: int | None, *, size: int) -> SideBySide:
     """The runs ``refs`` name compared (``runs.compare``), with the sources' display names.
 
     Raises:

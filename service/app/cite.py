@@ -1,13 +1,12 @@
 """Citing a run: its permalink (the digest form, ``/runs/sha256:<hex>``, which always serves that
 exact version), its digest, the access instant and the evidence level at access, in the formats
 people paste (``service.app.citeformats``) or as a receipt the log's key signs
-(``service.receipts``), which anyone checks offline with the log's public key alone."""
+(``verifier.receipts``), which anyone checks offline with the log's public key alone."""
 
 from __future__ import annotations
 
 import base64
 import re
-import sqlite3
 from datetime import UTC, date, datetime
 from typing import Literal, get_args
 from urllib.parse import urlsplit
@@ -15,14 +14,15 @@ from urllib.parse import urlsplit
 import msgspec
 
 from events.entries import format_instant
+from events.port import Session
 from events.stores.sqlbase import SqlLog
 from keys.notekeys import parse_vkey
 from projections import queries
 from projections.errors import AmbiguousRun, UnknownRun
 from service.app import citeformats
+from service.core.ledger import Ledger, mirror_refusal
 from service.errors import UsageError
-from service.ledger import Ledger, mirror_refusal
-from service.receipts import ReceiptInvalid, make_receipt, verify_receipt
+from verifier.receipts import ReceiptInvalid, make_receipt, verify_receipt
 
 __all__ = [
     "FORMATS",
@@ -61,9 +61,7 @@ def permalink(base: str, digest: str) -> str:
     return f"{base.rstrip('/')}/runs/{digest}"
 
 
-def citation_receipt(
-    ledger: Ledger, conn: sqlite3.Connection, log: SqlLog, ref: str, *, base: str
-) -> bytes:
+def citation_receipt(ledger: Ledger, conn: Session, log: SqlLog, ref: str, *, base: str) -> bytes:
     """A receipt for the run ``ref`` names, as the log stands now (its latest checkpoint): the
     statement signed by the log's key, the checkpoint, the run's ``run.ingested`` entry and its
     inclusion proof.
@@ -107,7 +105,7 @@ def citation_receipt(
 
 
 def citation(
-    ledger: Ledger, conn: sqlite3.Connection, log: SqlLog, ref: str, fmt: str, *, base: str
+    ledger: Ledger, conn: Session, log: SqlLog, ref: str, fmt: str, *, base: str
 ) -> tuple[bytes, str]:
     """The citation of the run ``ref`` names in the format ``fmt``, and its media type.
 
@@ -202,7 +200,7 @@ class CheckedCitation(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=T
 
 
 def check_citation(
-    conn: sqlite3.Connection, log: SqlLog, ref: str, digest: str, accessed: str
+    conn: Session, log: SqlLog, ref: str, digest: str, accessed: str
 ) -> CheckedCitation:
     """Check a citation as pasted from a paper: ``ref`` (any run reference), ``digest``
     (``sha256:<hex>``) and ``accessed`` (a date ``YYYY-MM-DD`` or an RFC 3339 instant).
@@ -251,7 +249,7 @@ def check_citation(
     )
 
 
-def _names(conn: sqlite3.Connection, ref: str, digest: str, size: int) -> bool:
+def _names(conn: Session, ref: str, digest: str, size: int) -> bool:
     """Whether ``ref`` named the record ``digest`` is a version of, at tree size ``size``: it
     resolves to it, or to a version that supersedes it, or it is one of its aliases."""
     if ref in (digest, digest[7:]) or (len(ref) >= 12 and digest[7:].startswith(ref)):
@@ -299,7 +297,7 @@ class OnlineCheck(msgspec.Struct, frozen=True):
 
 
 def verify_online(
-    ledger: Ledger, conn: sqlite3.Connection, log: SqlLog, body: bytes, *, base: str
+    ledger: Ledger, conn: Session, log: SqlLog, body: bytes, *, base: str
 ) -> OnlineCheck:
     """Check a receipt against this log: offline checks with its own key, then consistency from
     the receipt's checkpoint to the latest, and what changed for the run since.

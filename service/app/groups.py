@@ -4,11 +4,11 @@ Every read answers as of a tree size (``as_of``; None for now, the size read as 
 from __future__ import annotations
 
 import re
-import sqlite3
 from typing import NamedTuple
 
 import msgspec
 
+from events.port import Session
 from projections import queries
 from projections.errors import UnknownGroup
 from projections.queries.groups import matching_groups
@@ -68,7 +68,7 @@ class Board(NamedTuple):
 _GROUP_REF = re.compile(r"(sha256:)?[0-9a-f]{1,64}\Z", re.IGNORECASE)
 
 
-def resolve_group(conn: sqlite3.Connection, ref: str, as_of: int | None) -> str:
+def resolve_group(conn: Session, ref: str, as_of: int | None) -> str:
     """The key of the group ``ref`` names: its full key, or a unique prefix of it (with or
     without ``sha256:``), as runs take a short id.
 
@@ -97,7 +97,7 @@ def resolve_group(conn: sqlite3.Connection, ref: str, as_of: int | None) -> str:
     return found[0]
 
 
-def standing(conn: sqlite3.Connection, key: str, as_of: int | None) -> Standing:
+def standing(conn: Session, key: str, as_of: int | None) -> Standing:
     """The group ``key`` and its ranked members.
 
     Raises:
@@ -106,7 +106,7 @@ def standing(conn: sqlite3.Connection, key: str, as_of: int | None) -> Standing:
     return Standing(queries.group(conn, key, as_of), queries.ranked_members(conn, key, as_of))
 
 
-def group_page(conn: sqlite3.Connection, key: str, as_of: int | None, *, size: int) -> GroupPage:
+def group_page(conn: Session, key: str, as_of: int | None, *, size: int) -> GroupPage:
     """The group ``key`` and its ranked runs as lists show them.
 
     Raises:
@@ -117,7 +117,7 @@ def group_page(conn: sqlite3.Connection, key: str, as_of: int | None, *, size: i
     return GroupPage(group, ranked, size if as_of is None else as_of)
 
 
-def group_history(conn: sqlite3.Connection, key: str, as_of: int | None) -> list[LeaderChange]:
+def group_history(conn: Session, key: str, as_of: int | None) -> list[LeaderChange]:
     """The leader changes of the group ``key`` (ranking-v1), oldest first.
 
     Raises:
@@ -127,15 +127,13 @@ def group_history(conn: sqlite3.Connection, key: str, as_of: int | None) -> list
     return leader_history(conn, key, as_of)
 
 
-def leader_history(
-    conn: sqlite3.Connection, key: str | None, as_of: int | None
-) -> list[LeaderChange]:
+def leader_history(conn: Session, key: str | None, as_of: int | None) -> list[LeaderChange]:
     """The leader changes of the group ``key`` (none if it has no history), or with no key of
     every kernel comparison group, by group and time."""
     return list(queries.leader_history(conn, key, as_of))
 
 
-def board(conn: sqlite3.Connection, key: str, as_of: int | None) -> Board:
+def board(conn: Session, key: str, as_of: int | None) -> Board:
     """The leaderboard of the group ``key``.
 
     Raises:

@@ -16,7 +16,6 @@ all answer ``run_history``.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
@@ -24,10 +23,10 @@ import msgspec
 
 from events.entries import decode_leaf, read_entry
 from events.errors import LogCorrupted
-from events.port import EntryHeader, LogReader
+from events.keyring import KeyView
+from events.port import EntryHeader, LogReader, Session
 from projections import queries
 from projections.errors import UnknownRun
-from projections.keyring import KeyView
 from projections.queries.history import (
     Touch,
     run_touches,
@@ -35,7 +34,7 @@ from projections.queries.history import (
     successor_touches,
 )
 from projections.views import Rerun, RunView
-from service.dossier import short_id
+from service.readmodel.dossier import short_id
 
 __all__ = [
     "KINDS",
@@ -297,7 +296,7 @@ def _cause(digest: str, header: EntryHeader) -> str:
 
 
 def run_history(
-    conn: sqlite3.Connection, log: LogReader, ref: str, as_of: int | None, *, size: int
+    conn: Session, log: LogReader, ref: str, as_of: int | None, *, size: int
 ) -> RunHistory:
     """Every entry that touched the run ``ref`` names, up to ``as_of`` (None: now, ``size``
     entries), in log order.
@@ -311,7 +310,7 @@ def run_history(
 
 
 def history_sheet(
-    conn: sqlite3.Connection, log: LogReader, ref: str, as_of: int | None, *, size: int
+    conn: Session, log: LogReader, ref: str, as_of: int | None, *, size: int
 ) -> HistorySheet:
     """``run_history`` and the run's view as of the size read (for its page).
 

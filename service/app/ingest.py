@@ -19,10 +19,10 @@ import msgspec
 
 from events.errors import EventError, InvalidManifest
 from events.yamlcore import load_yaml
+from service.core.ledger import Ledger
 from service.errors import InvalidInput, ServiceError, UsageError
 from service.ingest.api import commit_plan, plan_import
 from service.ingest.core import IngestResult, Rejected
-from service.ledger import Ledger
 
 __all__ = ["Ingested", "ingest", "ingest_upload", "upload_name"]
 

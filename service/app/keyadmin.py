@@ -12,21 +12,21 @@ meanwhile); a refusal appends nothing.
 from __future__ import annotations
 
 import base64
-import sqlite3
 from collections.abc import Mapping
 from typing import Literal, TypeVar
 
 import msgspec
 
 from events.entries import EVENT_PAYLOAD_TYPE, Pending
+from events.keyring import KeyView
+from events.port import Session
 from events.strictjson import check_strict_json
 from events.types import EVENT_DECODER, EVENT_ENCODER, Event, KeyGranted, KeyRevoked
 from keys import VerifyingKey
 from projections import queries
-from projections.keyring import KeyView
 from service.app.keys import Admit, KeyMismatch, SignedBody, check_signature, read_envelope
+from service.core.ledger import Ledger, pending_of
 from service.errors import NotFound, ServiceError, UsageError
-from service.ledger import Ledger, pending_of
 
 __all__ = [
     "MANAGED_ROLES",
@@ -226,7 +226,7 @@ def grant_role(ledger: Ledger, key_id: str, body: bytes) -> Recorded:
         _community(queries.keyring(conn), key_id, ledger.store.refresh())
     pending = pending_of(event, key_id)
 
-    def still_community(session: sqlite3.Connection) -> None:
+    def still_community(session: Session) -> None:
         _community(ledger.projections.keyring(), key_id, ledger.store.refresh())
 
     appended = ledger.append_pending([pending], check=still_community)[0]
@@ -241,7 +241,7 @@ def _community(keys: Mapping[str, KeyView], key_id: str, size: int) -> None:
 def _append(ledger: Ledger, pending: Pending, key_id: str) -> Recorded:
     """Append a revocation of ``key_id`` if the key is still valid inside the transaction."""
 
-    def still_valid(session: sqlite3.Connection) -> None:
+    def still_valid(session: Session) -> None:
         _managed(ledger.projections.keyring(), key_id, ledger.store.refresh())
 
     appended = ledger.append_pending([pending], check=still_valid)[0]

@@ -6,14 +6,12 @@ registration's signer."""
 
 from __future__ import annotations
 
-import sqlite3
-
 import msgspec
 
 from events.entries import decode_leaf
-from events.port import LogReader
+from events.keyring import KeyView
+from events.port import LogReader, Session
 from projections import queries
-from projections.keyring import KeyView
 from service.app.cursors import one_page, position_after
 from service.app.keyadmin import UnknownKeyId
 
@@ -84,7 +82,7 @@ def _record(
     )
 
 
-def show_key(conn: sqlite3.Connection, log: LogReader, key_id: str) -> KeyRecord:
+def show_key(conn: Session, log: LogReader, key_id: str) -> KeyRecord:
     """The key ``key_id`` as the log knows it now.
 
     Raises:
@@ -106,7 +104,7 @@ class KeyPage(msgspec.Struct, frozen=True):
 
 
 def key_page(
-    conn: sqlite3.Connection, log: LogReader, *, after: str | None = None, limit: int = 100
+    conn: Session, log: LogReader, *, after: str | None = None, limit: int = 100
 ) -> KeyPage:
     """At most ``limit`` keys registered after the position ``after``, oldest first.
 
@@ -142,7 +140,7 @@ class SignedPage(msgspec.Struct, frozen=True):
 
 
 def signed_page(
-    conn: sqlite3.Connection,
+    conn: Session,
     log: LogReader,
     key_id: str,
     *,

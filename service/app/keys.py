@@ -17,22 +17,22 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-import sqlite3
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 import msgspec
 
 from events.entries import EVENT_PAYLOAD_TYPE, Pending
+from events.keyring import KeyView
+from events.port import Session
 from events.strictjson import check_strict_json
 from events.types import EVENT_DECODER, EVENT_ENCODER, KeyRegistered
 from keys import KeyringError, Signature, VerificationError, VerifyingKey, pae
 from keys.notekeys import valid_key_name
-from projections.keyring import KeyView
 from projections.queries import keyring
+from service.core.ledger import Ledger
 from service.errors import ServiceError, UsageError
-from service.ledger import Ledger
-from service.state import Challenge, Challenges
+from service.shared.challenges import Challenge, Challenges
 
 __all__ = [
     "Admit",
@@ -299,7 +299,7 @@ def register_key(ledger: Ledger, body: bytes, *, admit: Admit) -> Registered:
         envelope=signed.raw,
     )
 
-    def still_new(session: sqlite3.Connection) -> None:
+    def still_new(session: Session) -> None:
         """Checked again in the append's transaction: another may have taken the name."""
         _check_new(ledger.projections.keyring(), event, store.refresh())
 

@@ -13,8 +13,8 @@ import msgspec
 
 from events.errors import ProofError
 from events.port import EntryHeader, LogReader, SignedCheckpoint
+from service.core.ledger import Ledger
 from service.errors import NotFound, UsageError
-from service.ledger import Ledger
 
 __all__ = [
     "PAGE_LIMIT",

@@ -4,7 +4,7 @@ PostgreSQL, or back), leaf for leaf, and rebuild its projections there.
 The copy takes nothing it has not verified, and DST ends up holding the very bytes SRC holds:
 
 1. SRC is opened read-only and verified whole, as ``benchproof verify`` does
-   (``service.verification``: every signature against the key valid at its position, the
+   (``verifier.log``: every signature against the key valid at its position, the
    tree, every checkpoint note against the log key). A source that does not verify is refused
    before DST is opened (``MigrationRefused``).
 2. DST is opened (made, if absent) with SRC's origin. It must be empty, or hold a prefix of SRC
@@ -40,7 +40,7 @@ from events.stores import (
 from events.stores.sqlbase import SqlLog
 from projections.materialize import Materializer
 from service.errors import ServiceError, UsageError
-from service.verification import verify_log
+from verifier.log import verify_log
 
 __all__ = ["Migrated", "MigrationRefused", "migrate_store", "rebuild_projections"]
 

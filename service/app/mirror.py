@@ -1,10 +1,10 @@
 """Mirrors: ``benchproof export`` writes a self-verifying segment of the log, and ``benchproof
 import-log`` takes a segment (or a server's C2SP tlog-tiles) into a mirror: a data directory
 that holds the same leaves at the same positions and the origin's own checkpoint notes, and no
-keys (``service.ledger``: it refuses local writes and signs nothing).
+keys (``service.core.ledger``: it refuses local writes and signs nothing).
 
 A segment is a folder in the tlog-tiles layout, so that any static file server can serve it and
-``service.tlogsource.DirSource`` reads it as it reads a server:
+``verifier.tiles.DirSource`` reads it as it reads a server:
 
 - ``checkpoint``: the origin's signed checkpoint note of ``treeSize`` entries, as it stored it;
 - ``tile/<L>/<N>[.p/<W>]``: every hash tile, of every level, of the tree of ``treeSize``
@@ -21,7 +21,7 @@ leaves go into the store inside one write transaction (``LogStore.append_leaves`
 each at its own position, recording times in order, no statement twice, and the tree they make
 with the leaves held already must have the checkpoint's root at its size). (4) Every hash tile of
 level 1 and up that the source holds must be the tree's. (5) ``benchproof verify``'s own checks
-(``service.verification``) run on the whole log as it would stand, still inside that
+(``verifier.log``) run on the whole log as it would stand, still inside that
 transaction: every signature against the key valid at its position, the tree, every
 checkpoint. Only then does it commit (an update; the whole log is verified again each time), or
 is the new data directory moved into place (a first import, built in a folder beside it). A
@@ -48,10 +48,11 @@ from events.stores.sqlite import SqliteLog
 from events.tiles import Tile, bundle_of, tile_of, tiles_for
 from keys import KeyringError, NoteVerifier, VerifyingKey, open_note
 from projections.queries import keyring
-from service.config import DataDir
+from service.core.config import DataDir
+from service.core.ledger import Ledger, MirrorInfo, read_mirror, write_mirror
 from service.errors import NotFound, ServiceError, UsageError
-from service.ledger import Ledger, MirrorInfo, read_mirror, write_mirror
-from service.tlogsource import (
+from verifier.log import verify_log
+from verifier.tiles import (
     DirSource,
     FetchedCheckpoint,
     HttpSource,
@@ -60,7 +61,6 @@ from service.tlogsource import (
     TileSource,
     fetch_checkpoint,
 )
-from service.verification import verify_log
 
 __all__ = [
     "SEGMENT_FILE",

@@ -11,12 +11,12 @@ appends nothing.
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Literal
 
 import msgspec
 
 from events.entries import EVENT_PAYLOAD_TYPE, Pending
+from events.port import Session
 from events.strictjson import check_strict_json
 from events.types import AttestationHidden, AttestationWithdrawn, ReportResolved
 from projections import queries
@@ -31,8 +31,8 @@ from service.app.keyadmin import (
     valid_signer,
 )
 from service.app.keys import Admit, check_signature, read_envelope
+from service.core.ledger import Ledger, pending_of
 from service.errors import NotFound, ServiceError, UsageError
-from service.ledger import Ledger, pending_of
 
 __all__ = [
     "AlreadyHidden",
@@ -66,14 +66,14 @@ class AlreadyResolved(ServiceError):
     """The report was resolved or dismissed already."""
 
 
-def _state(conn: sqlite3.Connection, attestation_id: str) -> queries.AttestationState:
+def _state(conn: Session, attestation_id: str) -> queries.AttestationState:
     state = queries.attestation_state(conn, attestation_id)
     if state is None:
         raise UnknownAttestation(f"no attestation {attestation_id}", id=attestation_id)
     return state
 
 
-def _not_withdrawn(conn: sqlite3.Connection, attestation_id: str) -> None:
+def _not_withdrawn(conn: Session, attestation_id: str) -> None:
     if _state(conn, attestation_id).withdrawn:
         raise AlreadyWithdrawn("the attestation was withdrawn already", id=attestation_id)
 
@@ -114,7 +114,7 @@ def withdraw_attestation(
         envelope=signed.raw,
     )
 
-    def still_possible(session: sqlite3.Connection) -> None:
+    def still_possible(session: Session) -> None:
         valid_signer(ledger.projections.keyring(), keyid, store.refresh())
         _not_withdrawn(session, attestation_id)
 
@@ -122,7 +122,7 @@ def withdraw_attestation(
     return Recorded(appended.payloadDigest, appended.seq)
 
 
-def _not_hidden(conn: sqlite3.Connection, attestation_id: str) -> None:
+def _not_hidden(conn: Session, attestation_id: str) -> None:
     if _state(conn, attestation_id).hidden:
         raise AlreadyHidden("the attestation was hidden already", id=attestation_id)
 
@@ -154,7 +154,7 @@ class _Resolve(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 _RESOLVE = msgspec.json.Decoder(_Resolve)
 
 
-def _open(conn: sqlite3.Connection, report_id: str) -> None:
+def _open(conn: Session, report_id: str) -> None:
     report = queries.find_report(conn, report_id)
     if report is None:
         raise UnknownReport(f"no report {report_id}", id=report_id)

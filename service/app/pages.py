@@ -6,12 +6,11 @@ inherits its name); attestations answer as of a tree size like every read."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable
 
 import msgspec
 
-from events.port import LogReader
+from events.port import LogReader, Session
 from projections import queries
 from service.app.attest import AttestationPage, attestation_page
 from service.app.keylist import KeyRecord, show_key
@@ -31,7 +30,7 @@ class KeySheet(msgspec.Struct, frozen=True):
 
 
 def key_sheet(
-    conn: sqlite3.Connection,
+    conn: Session,
     log: LogReader,
     key_id: str,
     *,
@@ -58,9 +57,7 @@ def key_sheet(
     return KeySheet(key, page, titles, predecessor)
 
 
-def attesters(
-    conn: sqlite3.Connection, log: LogReader, key_ids: Iterable[str]
-) -> dict[str, KeyRecord]:
+def attesters(conn: Session, log: LogReader, key_ids: Iterable[str]) -> dict[str, KeyRecord]:
     """The keys ``key_ids`` the log registered (each as ``keylist.show_key`` gives it: its name
     and whether it chose that name itself), by key id."""
     known = queries.keyring(conn)

@@ -4,7 +4,7 @@ compare each table with the incrementally maintained one, row by row
 
 The rebuild goes into fresh scratch databases, never into the live tables: the comparison holds
 a read snapshot of the live ones (``LogStore.snapshot``), so the service goes on appending
-meanwhile. From ``service.ledger.PARALLEL_FROM`` entries on, the rebuild runs on every core
+meanwhile. From ``service.core.ledger.PARALLEL_FROM`` entries on, the rebuild runs on every core
 (``projections.shards``). Only when a table differs does the rebuild replace the live
 projections, under the write lock, so that they are what the log says."""
 
@@ -15,7 +15,7 @@ import contextlib
 import msgspec
 
 from projections.compare import Difference, compare_tables
-from service.ledger import Ledger, scratch_folder
+from service.core.ledger import Ledger, scratch_folder
 
 __all__ = ["ReplayReport", "replay"]
 

@@ -11,8 +11,8 @@ import msgspec
 from events.strictjson import check_strict_json
 from events.types import ReportFiled
 from projections import queries
+from service.core.ledger import Ledger, pending_of
 from service.errors import UsageError
-from service.ledger import Ledger, pending_of
 
 __all__ = ["MAX_TEXT_BYTES", "REASONS", "Filed", "InvalidReport", "Reason", "file_report"]
 

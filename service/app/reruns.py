@@ -18,7 +18,6 @@ Every check is made before anything is appended, and again inside the append's t
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, Literal
@@ -34,19 +33,20 @@ from events.entries import (
     format_instant,
     payload_digest,
 )
+from events.keyring import KeyView
+from events.port import Session
 from events.stores.sqlbase import SqlLog
 from events.strictjson import check_strict_json
 from events.types import RERUN_PREDICATE_V2, RerunClaimedV2, RerunCompletedV2, RerunRequested
 from projections import queries
-from projections.keyring import KeyView
 from projections.tolerance import to_ns
 from projections.views import RerunRequest, RunView, instant_of
 from service.app.attest import Posting, receipt
 from service.app.keyadmin import InvalidEvent, Recorded, bounded_text, signed_event, valid_signer
 from service.app.keys import KeyMismatch, SignedBody, check_signature, read_envelope
+from service.core.ledger import Ledger, pending_of
 from service.errors import NotFound, ServiceError, UsageError
 from service.harness.environment import matches
-from service.ledger import Ledger, pending_of
 
 __all__ = [
     "MAX_LEASE",
@@ -157,7 +157,7 @@ def _state(request: RerunRequest, now: str) -> State:
     return "claimed" if request.leased_at(now) else "pending"
 
 
-def _found(conn: sqlite3.Connection, request_id: str) -> tuple[RunView, RerunRequest]:
+def _found(conn: Session, request_id: str) -> tuple[RunView, RerunRequest]:
     """The run a request is about (its view now) and the request as that view holds it.
 
     Raises:
@@ -173,7 +173,7 @@ def _found(conn: sqlite3.Connection, request_id: str) -> tuple[RunView, RerunReq
     return view, request
 
 
-def rerun_list(conn: sqlite3.Connection, *, size: int, now: str, state: str | None) -> RerunPage:
+def rerun_list(conn: Session, *, size: int, now: str, state: str | None) -> RerunPage:
     """The requests (in ``state``, if given) as they stand at the instant ``now``.
 
     Raises:
@@ -205,7 +205,7 @@ def rerun_list(conn: sqlite3.Connection, *, size: int, now: str, state: str | No
     return RerunPage(items, size)
 
 
-def request_bundle(conn: sqlite3.Connection, log: SqlLog, request_id: str) -> dict[str, Any]:
+def request_bundle(conn: Session, log: SqlLog, request_id: str) -> dict[str, Any]:
     """The harness's input material for a request: the run's digest and the manifests it was
     ingested with, by role.
 
@@ -314,7 +314,7 @@ def claim_rerun(
         )
     _same_environment(view, event.environment)
 
-    def still_claimable(session: sqlite3.Connection) -> None:
+    def still_claimable(session: Session) -> None:
         _rerunner(ledger.projections.keyring(), keyid, ledger.store.refresh())
         _claimable(_found(session, request_id)[1], keyid, _instant(ledger))
 
@@ -395,7 +395,7 @@ def complete_rerun(ledger: Ledger, request_id: str, body: bytes, reads: SqlLog) 
     _enough(conn, view, event)
     _same_environment(view, event.environment)
 
-    def still_answerable(session: sqlite3.Connection) -> None:
+    def still_answerable(session: Session) -> None:
         """Again in the append's transaction: the key, the claim, and the policy in force
         (another batch of the same commit may have changed it)."""
         _rerunner(ledger.projections.keyring(), keyid, ledger.store.refresh())
@@ -413,7 +413,7 @@ def complete_rerun(ledger: Ledger, request_id: str, body: bytes, reads: SqlLog) 
     return receipt(ledger, reads, appended.payloadDigest, appended.seq, appended.new)
 
 
-def _enough(conn: sqlite3.Connection, view: RunView, event: RerunCompletedV2) -> None:
+def _enough(conn: Session, view: RunView, event: RerunCompletedV2) -> None:
     needed = queries.tolerance_policy(conn).of(view.comparabilityFamily).minSamples
     if len(event.samples) < needed:
         raise InvalidResult(

@@ -8,20 +8,19 @@ A reference is a short id, a ``sha256:`` digest, ``kernelindex:<uuid>`` or an al
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple, get_args
 
 import msgspec
 
-from events.port import LogReader
+from events.port import LogReader, Session
 from projections import queries
 from projections.errors import AmbiguousRun, UnknownRun
 from projections.queries.search import run_sources
 from projections.views import EvidenceLevel, RunView
 from service.app.cursors import one_page, run_after, run_cursor
-from service.dossier import Dossier, build_dossier, short_id
 from service.errors import UsageError
+from service.readmodel.dossier import Dossier, build_dossier, short_id
 
 __all__ = [
     "EVIDENCE_LEVELS",
@@ -142,7 +141,7 @@ def candidates(exc: Exception) -> list[str]:
 
 
 def show_run(
-    conn: sqlite3.Connection,
+    conn: Session,
     log: LogReader,
     ref: str,
     as_of: int | None,
@@ -164,7 +163,7 @@ def show_run(
 
 
 def run_sheet(
-    conn: sqlite3.Connection,
+    conn: Session,
     log: LogReader,
     ref: str,
     as_of: int | None,
@@ -185,12 +184,12 @@ def run_sheet(
     return RunSheet(dossier, source, title)
 
 
-def candidate_runs(conn: sqlite3.Connection, exc: Exception, as_of: int | None) -> list[Candidate]:
+def candidate_runs(conn: Session, exc: Exception, as_of: int | None) -> list[Candidate]:
     """The runs an ambiguous reference names (``candidates``), each with its view."""
     return [Candidate(digest, queries.run_view(conn, digest, as_of)) for digest in candidates(exc)]
 
 
-def manifest_title(conn: sqlite3.Connection, digest: str | None, as_of: int | None) -> str | None:
+def manifest_title(conn: Session, digest: str | None, as_of: int | None) -> str | None:
     """The ``metadata.title`` of the manifest ``digest`` as the log held it at ``as_of`` (None
     with no digest, no such manifest or no title)."""
     body = queries.manifest(conn, digest, as_of) if digest else None
@@ -217,7 +216,7 @@ def _blank(value: str | None) -> str | None:
 
 
 def find_runs(
-    conn: sqlite3.Connection,
+    conn: Session,
     as_of: int | None,
     *,
     text: str | None = None,
@@ -256,7 +255,7 @@ def find_runs(
 
 
 def check_filters(
-    conn: sqlite3.Connection, as_of: int | None, *, evidence: str | None, source: str | None
+    conn: Session, as_of: int | None, *, evidence: str | None, source: str | None
 ) -> None:
     """An evidence level and a source to filter runs by must be ones that exist (at ``as_of``).
 
@@ -281,7 +280,7 @@ def check_filters(
 
 
 def run_page(
-    conn: sqlite3.Connection,
+    conn: Session,
     as_of: int | None,
     *,
     size: int,
@@ -315,7 +314,7 @@ def run_page(
 
 
 def list_runs(
-    conn: sqlite3.Connection,
+    conn: Session,
     as_of: int | None,
     *,
     group_key: str | None = None,
@@ -335,7 +334,7 @@ def list_runs(
 
 
 def _listed(
-    conn: sqlite3.Connection,
+    conn: Session,
     as_of: int | None,
     *,
     group_key: str | None,
@@ -361,9 +360,7 @@ _COMPARED = (
 )
 
 
-def compare(
-    conn: sqlite3.Connection, refs: Sequence[str], as_of: int | None, *, size: int
-) -> Comparison:
+def compare(conn: Session, refs: Sequence[str], as_of: int | None, *, size: int) -> Comparison:
     """Compare the runs ``refs`` name (2 to 8; blank ones are ignored) field by field.
 
     The first material mismatch is the first part of the comparison key that differs (or is

@@ -28,8 +28,8 @@ from events.errors import LogError
 from events.port import LogReader
 from events.tiles import TILE_HEIGHT, Tile, TileError, bundle_of, parse_path, tile_of
 from service.app.log import latest_checkpoint
+from service.core.ledger import Ledger
 from service.errors import NotFound, ServiceError, UsageError
-from service.ledger import Ledger
 
 __all__ = [
     "CACHE_BYTES",

@@ -1,4 +1,4 @@
-"""Verify: check a whole log from its bytes, read-only (``service.verification``)."""
+"""Verify: check a whole log from its bytes, read-only (``verifier.log``)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 from events.errors import LogError
 from events.stores import open_reader
 from events.stores.faults import StorageFault
-from service.config import DataDir
+from service.core.config import DataDir
 from service.errors import NotFound
-from service.verification import Finding, VerifyReport, verify_log
+from verifier.log import Finding, VerifyReport, verify_log
 
 __all__ = ["verify"]
 

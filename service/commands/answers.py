@@ -8,10 +8,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from service.answers import AnswerInvalid, decode_saved
 from service.app.answers import verify_saved
 from service.commands.base import Sub, add_log_key, local_path, read_file, read_log_key
 from service.errors import UsageError
+from verifier.answers import AnswerInvalid, decode_saved
 
 __all__ = ["register"]
 

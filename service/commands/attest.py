@@ -25,7 +25,6 @@ from events.types import AttestationWithdrawn
 from keys import encode_envelope, load_private_key, sign_envelope
 from service.app.attest import KINDS, statement_of
 from service.app.report import REASONS
-from service.client import Client, run_path
 from service.commands.base import Sub, local_path
 from service.commands.keys import (
     recorded,
@@ -34,6 +33,7 @@ from service.commands.keys import (
     token_option,
     write_answer,
 )
+from service.console.client import Client, run_path
 from service.errors import UsageError
 
 __all__ = ["register", "statement"]

@@ -12,10 +12,10 @@ from typing import Any
 import msgspec
 
 from keys.notekeys import NoteVerifier
-from service.answers import check_headers
 from service.app.audit import AuditReport, audit
 from service.commands.base import Sub, add_log_key, local_path, read_log_key
-from service.progress import Progress
+from service.console.progress import Progress
+from verifier.answers import check_headers
 
 __all__ = ["register"]
 
@@ -107,7 +107,7 @@ def _audit(args: argparse.Namespace) -> int:
 
 
 def _answer_checker(key: NoteVerifier) -> Callable[[str, Any, bytes], str | None]:
-    """The check of a view answer's signature by the log key (``service.answers``)."""
+    """The check of a view answer's signature by the log key (``verifier.answers``)."""
 
     def check(target: str, headers: Any, body: bytes) -> str | None:
         return check_headers(key, key.name, target, headers, body)

@@ -9,7 +9,7 @@ import msgspec
 
 from service.app.backup import backup
 from service.commands.base import Sub, local_path
-from service.progress import Progress
+from service.console.progress import Progress
 
 
 def register(sub: Sub, common: argparse.ArgumentParser) -> None:

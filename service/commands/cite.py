@@ -19,10 +19,10 @@ from keys import KeyringError, VerificationError
 from keys.notekeys import NoteVerifier
 from keys.notes import open_note
 from service.app.cite import FORMATS, OnlineCheck, check_citation, citation
-from service.client import Client, run_path
 from service.commands.base import Sub, add_log_key, local_path, read_file, read_log_key
+from service.console.client import Client, run_path
 from service.errors import NotFound, UsageError
-from service.receipts import ReceiptInvalid, Statement, verify_receipt
+from verifier.receipts import ReceiptInvalid, Statement, verify_receipt
 
 __all__ = ["register"]
 
@@ -80,7 +80,7 @@ def _cite(args: argparse.Namespace) -> int:
             )
         sys.stdout.buffer.write(response.content)
         return 0
-    from service.ledger import Ledger
+    from service.core.ledger import Ledger
 
     with Ledger.open(args.data) as ledger:
         store = ledger.store
@@ -96,7 +96,7 @@ def _check(args: argparse.Namespace) -> int:
         with Client(args.server) as client:
             body = client.get("/v1/citations/check?" + urlencode(params)).body
     else:
-        from service.ledger import Ledger
+        from service.core.ledger import Ledger
 
         with Ledger.open(args.data) as ledger:
             store = ledger.store

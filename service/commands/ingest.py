@@ -8,9 +8,9 @@ from pathlib import Path
 
 from service.app.ingest import ingest
 from service.commands.base import Sub, local_path
+from service.console.progress import Progress
+from service.core.ledger import Ledger
 from service.ingest.api import SOURCES
-from service.ledger import Ledger
-from service.progress import Progress
 
 
 def register(sub: Sub, common: argparse.ArgumentParser) -> None:

@@ -26,8 +26,8 @@ from keys import (
     vkey,
 )
 from keys.notekeys import valid_key_name
-from service.client import Answer, Client, default_server
 from service.commands.base import Sub, local_path
+from service.console.client import Answer, Client, default_server
 from service.errors import UsageError
 
 __all__ = ["register", "server_option", "signed_event", "token_option", "write_answer"]

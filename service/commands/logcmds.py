@@ -21,9 +21,9 @@ from events.stores.sqlite import committed_path, read_committed
 from service.app import log
 from service.app.verify import verify
 from service.commands.base import Sub, position
-from service.config import DataDir
+from service.core.config import DataDir
+from service.core.ledger import Ledger, init_data_dir
 from service.errors import UsageError
-from service.ledger import Ledger, init_data_dir
 
 _ENC = msgspec.json.Encoder()
 
@@ -148,7 +148,7 @@ class VerifyAnswer(msgspec.Struct, frozen=True):
     findings: list[VerifyFinding]
 
 
-_NO_POSITION = 2**62  # what ``service.verification`` blames when no entry is to blame
+_NO_POSITION = 2**62  # what ``verifier.log`` blames when no entry is to blame
 
 
 def _finding(position: int, reason: str) -> VerifyFinding:

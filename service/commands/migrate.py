@@ -17,7 +17,7 @@ from events.errors import LogError
 from events.stores import sqlite_path, store_kind
 from service.app.migrate import MigrationRefused, migrate_store
 from service.commands.base import Sub
-from service.progress import Progress
+from service.console.progress import Progress
 
 
 def register(sub: Sub, common: argparse.ArgumentParser) -> None:

@@ -15,8 +15,8 @@ import msgspec
 
 from service.app.mirror import ImportRefused, export, import_log
 from service.commands.base import Sub, add_log_key, local_path, position, read_log_key
-from service.progress import Progress
-from service.tlogsource import SourceInvalid
+from service.console.progress import Progress
+from verifier.tiles import SourceInvalid
 
 
 def register(sub: Sub, common: argparse.ArgumentParser) -> None:

@@ -26,9 +26,9 @@ from events.canonical import canonical_bytes
 from events.entries import INTOTO_PAYLOAD_TYPE, format_instant
 from events.types import RERUN_PREDICATE_V2, RerunClaimedV2
 from keys import SigningKey, encode_envelope, load_private_key, sign_envelope
-from service.client import Client, run_path
 from service.commands.base import Sub, local_path
 from service.commands.keys import recorded, server_option, signed_event, token_option
+from service.console.client import Client, run_path
 from service.errors import ServiceError, UsageError
 from service.harness.contract import CONTRACT
 from service.harness.environment import detect, matches

@@ -12,8 +12,8 @@ from typing import Any
 import msgspec
 
 from service.commands.base import Sub
-from service.config import Settings
-from service.limits import Limits
+from service.core.config import Settings
+from service.shared.limits import Limits
 from service.web.auth import TokenStore
 
 
@@ -96,7 +96,7 @@ def _address(text: str) -> str:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from service.ledger import Ledger
+    from service.core.ledger import Ledger
     from service.web.app import create_app
 
     if args.demo:
@@ -148,7 +148,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _token(args: argparse.Namespace) -> int:
-    from service.config import DataDir
+    from service.core.config import DataDir
 
     data = DataDir(args.data)
     if not data.exists():

@@ -11,10 +11,10 @@ import msgspec
 
 from service.app import groups, history, runs
 from service.app.replay import replay
-from service.asof import resolve_as_of
 from service.commands.base import Sub
-from service.dossier import Dossier, short_id
-from service.ledger import Ledger
+from service.core.ledger import Ledger
+from service.readmodel.asof import resolve_as_of
+from service.readmodel.dossier import Dossier, short_id
 from service.web.present import quantity  # pure formatting (no litestar): as the pages show it
 
 _ENC = msgspec.json.Encoder()
@@ -112,7 +112,7 @@ def _remote(args: argparse.Namespace, path: str) -> bytes | None:
     from urllib.parse import quote
 
     from service.app.answers import fetch_signed
-    from service.client import Client
+    from service.console.client import Client
 
     if args.as_of:
         path += "?asOf=" + quote(args.as_of, safe=":")
@@ -135,7 +135,7 @@ def _decoded(body: bytes, shape: type[T], server: str) -> T:
 
 def _show(args: argparse.Namespace) -> int:
     if args.server:
-        from service.client import run_path
+        from service.console.client import run_path
 
         body = _remote(args, run_path(args.run))
         if body is not None:

@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 
 from projections.queries import has_runs
+from service.core.ledger import init_data_dir
 from service.demo.cpu import SOURCE, load_cpu_run
 from service.ingest.api import plan_import
 from service.ingest.core import Plan, commit
-from service.ledger import init_data_dir
 
 __all__ = ["prepare_demo"]
 

@@ -26,12 +26,12 @@ from events.documents import Checked
 from events.entries import format_instant
 from events.types import Origin, PolicyChanged, SourceRegistered
 from projections.tolerance import DEFAULT_POLICY, POLICY_NAME, Tolerance, TolerancePolicy
+from service.core.ledger import Ledger
 from service.harness import cpu
 from service.harness.contract import CONTRACT
 from service.harness.environment import detect
 from service.harness.run import run_harness
 from service.ingest.core import Plan, RunItem, commit
-from service.ledger import Ledger
 
 __all__ = ["COLS", "ROWS", "SAMPLES", "SOURCE", "load_cpu_run", "referenced"]
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from types import ModuleType
 
 from events.bulk import paused_gc
+from service.core.ledger import Ledger
 from service.errors import InvalidInput, UsageError
 from service.ingest.core import IngestResult, Plan, commit
-from service.ledger import Ledger
 
 __all__ = ["SOURCES", "commit_plan", "importer", "plan_import"]
 

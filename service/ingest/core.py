@@ -33,7 +33,7 @@ from projections.queries import (
     registered_sources,
     run_exists,
 )
-from service.ledger import Ledger
+from service.core.ledger import Ledger
 
 __all__ = ["IngestResult", "Plan", "Rejected", "RunItem", "commit"]
 

@@ -19,20 +19,20 @@ from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
 
-from service.answers import AnswerSigner
-from service.config import DataDir, Settings
-from service.ledger import Clock, Ledger, utcnow
-from service.limits import RateLimiter
-from service.logs import configure_logging
+from service.core.config import DataDir, Settings
+from service.core.ledger import Clock, Ledger, utcnow
+from service.shared.limits import RateLimiter
 from service.web import openapi, problems
 from service.web.api import API_HANDLERS
 from service.web.auth import TokenStore
 from service.web.caching import ANSWERING
 from service.web.deps import Services
 from service.web.limiting import Gate
+from service.web.logs import configure_logging
 from service.web.middleware import Answers, RequestLog, head_as_get
 from service.web.pages import PAGE_HANDLERS, error_page
 from service.web.reads import Reader
+from verifier.answers import AnswerSigner
 
 __all__ = ["SETTINGS_VARIABLE", "app_from_environment", "create_app"]
 
@@ -210,7 +210,7 @@ def create_app(
             "Services": Services,
         },
     )
-    # The log key signs the JSON answers of reads (``service.answers``) as the log's origin; a
+    # The log key signs the JSON answers of reads (``verifier.answers``) as the log's origin; a
     # mirror holds no key, and its answers say their tree size unsigned.
     note_signer = ledger.note_signer
     signer = None if note_signer is None else AnswerSigner(note_signer, ledger.store.origin)

@@ -10,7 +10,7 @@ A read's status, headers and body are final when the handler returns: there is n
 directly: about a fifth of the cost of a cached read otherwise.
 
 A JSON answer to a ``GET /v1/…`` also says the tree size it reflects and carries the log key's
-signature over it (``service.answers``): ``Answering`` gathers, while the answer is made, the size
+signature over it (``verifier.answers``): ``Answering`` gathers, while the answer is made, the size
 it reflects (the ``asOf`` the handler resolved, which ``settled`` records, else the size it read
 from the reader), and ``respond`` signs (size, target, body) once, through the signer's cache.
 """
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from litestar import Request, Response
 from litestar.types import HTTPResponseStartEvent, Receive, Scope, Send
 
-from service.answers import AnswerSigner, normal_target
+from verifier.answers import AnswerSigner, normal_target
 
 if TYPE_CHECKING:
     from service.web.reads import Reader

@@ -6,7 +6,7 @@ import math
 
 import msgspec
 
-from service.dossier import short_id
+from service.readmodel.dossier import short_id
 from service.web.present import quantity
 
 __all__ = ["Bar", "Chart", "bar_chart"]

@@ -15,7 +15,7 @@ import msgspec
 from projections.queries import Attestation
 from service.app.attest import statement_of
 from service.app.keylist import KeyRecord
-from service.dossier import Dossier, Primary
+from service.readmodel.dossier import Dossier, Primary
 from service.web.present import number, pretty_json, safe_url
 
 __all__ = ["Note", "commands", "note", "notes", "statement"]

@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 from litestar import Request
 from litestar.di import NamedDependency
 
-from service.ledger import Ledger
+from service.core.ledger import Ledger
 from service.web.limiting import Gate
 from service.web.reads import Reader
 

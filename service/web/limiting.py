@@ -1,5 +1,5 @@
 """Rate limits at the HTTP edge: which client a request comes from, and the counting every
-public write does before it appends (``service.limits``: per client address always, per key
+public write does before it appends (``service.shared.limits``: per client address always, per key
 once a signed request's signature verified).
 
 The client address is the peer's, unless the peer is a configured trusted proxy: then it is
@@ -17,7 +17,7 @@ from litestar import Request
 from litestar.concurrency import sync_to_thread
 from litestar.di import NamedDependency
 
-from service.limits import RateLimiter
+from service.shared.limits import RateLimiter
 
 __all__ = ["Gate", "GateDep", "Quota", "client_address"]
 

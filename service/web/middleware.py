@@ -15,9 +15,9 @@ import structlog
 from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.answers import AnswerSigner
-from service.logs import log_request
 from service.web.caching import ANSWERING, Answering
+from service.web.logs import log_request
+from verifier.answers import AnswerSigner
 
 if TYPE_CHECKING:
     from service.web.reads import Reader

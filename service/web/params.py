@@ -1,7 +1,7 @@
 """What the API's handlers share: the ``asOf`` parameter, and the problem answers they document.
 
 Every read takes ``asOf``: a tree size, or an RFC 3339 instant of the log's own recording time
-(``service.asof``). Errors are RFC 9457 problem details (``service.web.problems`` maps them);
+(``service.readmodel.asof``). Errors are RFC 9457 problem details (``service.web.problems`` maps them);
 ``Problem`` is their shape in the OpenAPI schema.
 """
 
@@ -15,8 +15,8 @@ import msgspec
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import QueryParameter
 
-from service.asof import parse_as_of
 from service.errors import UsageError
+from service.readmodel.asof import parse_as_of
 from service.web.reads import Reader
 
 __all__ = [

@@ -77,9 +77,15 @@ from service.app.reruns import (
 )
 from service.app.tiles import BadTilePath, TileNotFound
 from service.errors import InvalidInput, MirrorReadOnly, NotFound, ServiceError, UsageError
-from service.limits import RateLimited
-from service.receipts import ReceiptInvalid
-from service.state import ChallengeExpired, ChallengeForeign, ChallengeUnknown, ChallengeUsed
+from service.shared.challenges import (
+    ChallengeExpired,
+    ChallengeForeign,
+    ChallengeUnknown,
+    ChallengeUsed,
+)
+from service.shared.limits import RateLimited
+from verifier.errors import VerifierError, VerifierUsageError
+from verifier.receipts import ReceiptInvalid
 
 __all__ = ["BAD_REQUEST", "BASE", "FALLBACK", "PROBLEMS", "ProblemSpec", "TooLarge", "Unauthorized"]
 
@@ -238,5 +244,7 @@ PROBLEMS: dict[type[Exception], ProblemSpec] = {
     InvalidInput: ProblemSpec(f"{BASE}/invalid-input", "The input was refused", 422),
     UsageError: BAD_REQUEST,
     ServiceError: ProblemSpec(f"{BASE}/service-error", "The request failed", 500),
+    VerifierUsageError: BAD_REQUEST,
+    VerifierError: ProblemSpec(f"{BASE}/service-error", "The request failed", 500),
 }
 FALLBACK = ProblemSpec("about:blank", "Internal Server Error", 500)

@@ -21,8 +21,8 @@ from events.stores.faults import StorageBusy, StorageDamaged, StorageFault, stor
 from keys import KeyringError
 from projections.errors import ProjectionError
 from service.errors import ServiceError
-from service.limits import RateLimited
-from service.logs import get_logger
+from service.shared.limits import RateLimited
+from service.web.logs import get_logger
 from service.web.problem_types import (
     BAD_REQUEST,
     BASE,
@@ -31,6 +31,7 @@ from service.web.problem_types import (
     TooLarge,
     Unauthorized,
 )
+from verifier.errors import VerifierError
 
 __all__ = ["BASE", "TooLarge", "Unauthorized", "plugin", "to_problem"]
 
@@ -127,7 +128,13 @@ def server_problem(exc: Exception) -> ProblemDetailsException:
 
 
 def plugin() -> ProblemDetailsPlugin:
-    roots: tuple[type[Exception], ...] = (EventError, KeyringError, ProjectionError, ServiceError)
+    roots: tuple[type[Exception], ...] = (
+        EventError,
+        KeyringError,
+        ProjectionError,
+        ServiceError,
+        VerifierError,
+    )
     mapping: dict[type[Exception], Any] = {root: to_problem for root in roots}
     mapping[sqlite3.Error] = storage_problem
     mapping[OSError] = storage_problem

@@ -4,12 +4,12 @@ the key)."""
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 
+from events.port import Session
 from events.stores import open_reader
 from events.stores.sqlbase import SqlLog
 from projections import queries
@@ -58,10 +58,10 @@ class Reader:
             log.close()
 
     @property
-    def conn(self) -> sqlite3.Connection:
+    def conn(self) -> Session:
         """This thread's read-only session, for the projections' queries (on PostgreSQL, one
-        that speaks as a ``sqlite3.Connection`` does: ``events.stores.pgsql``)."""
-        session: sqlite3.Connection = self.log.session
+        that speaks as a ``Session`` does: ``events.stores.pgsql``)."""
+        session: Session = self.log.session
         return session
 
     def size(self) -> int:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.dossier import Dossier
+from service.readmodel.dossier import Dossier
 from service.web.present import Row, Urls, number, quantity, safe_url
 
 __all__ = [

@@ -10,8 +10,8 @@ import pytest
 from litestar.testing import TestClient
 
 from service.app.ingest import ingest
-from service.config import Settings
-from service.ledger import Ledger, init_data_dir
+from service.core.config import Settings
+from service.core.ledger import Ledger, init_data_dir
 from service.web.app import create_app
 from service.web.auth import TokenStore
 from tests.builders import bundle, ingest_event

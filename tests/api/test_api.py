@@ -222,8 +222,8 @@ def test_ingest_requires_a_token_and_refuses_bad_input_whole(client: Client, dat
 
 
 def test_body_over_the_limit_is_413(client: Client, data: Data) -> None:
-    from service.config import Settings
-    from service.ledger import Ledger
+    from service.core.config import Settings
+    from service.core.ledger import Ledger
     from service.web.app import create_app
 
     ledger = Ledger.open(data.root)

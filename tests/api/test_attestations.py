@@ -26,8 +26,8 @@ from keys import (
 )
 from service.app.attest import KINDS, Predicate, post_attestation
 from service.app.replay import replay
-from service.verification import verify_log
 from tests.api.test_keys import World, problem, refused, register, world
+from verifier.log import verify_log
 
 __all__ = ["world"]  # the fixture, shared with test_keys
 

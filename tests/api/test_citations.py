@@ -13,8 +13,8 @@ import pytest
 from events.merkle import verify_consistency
 from events.types import RunSuperseded
 from keys.notekeys import parse_vkey
-from service.receipts import verify_receipt
 from tests.api.test_keys import World, problem, world
+from verifier.receipts import verify_receipt
 
 __all__ = ["world"]
 
@@ -124,7 +124,7 @@ def test_the_run_page_names_the_public_url_in_its_permalink_and_citations(world:
     address, as the API's citations do, not the address the request came to."""
     from litestar.testing import TestClient
 
-    from service.config import Settings
+    from service.core.config import Settings
     from service.web.app import create_app
 
     public = "https://index.example"

@@ -17,11 +17,11 @@ from keys import SigningKey, encode_envelope, sign_envelope
 from projections.queries import keyring
 from service.app.attest import post_attestation
 from service.app.keys import register_key
-from service.limits import Limits
-from service.verification import verify_log
+from service.shared.limits import Limits
 from tests.api.test_attestations import path, signed, statement
 from tests.api.test_keys import World, challenge, problem, register, registration, world
 from tests.api.test_limits_api import app
+from verifier.log import verify_log
 
 __all__ = ["world"]  # the fixture, shared with test_keys
 

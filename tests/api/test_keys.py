@@ -23,13 +23,13 @@ from events.types.keys import Role
 from keys import SigningKey, encode_envelope, sign_envelope
 from projections.queries import keyring
 from service.app.replay import replay
-from service.config import Settings
-from service.ledger import Ledger, init_data_dir
-from service.state import Challenges, ChallengeUsed
-from service.verification import verify_log
+from service.core.config import Settings
+from service.core.ledger import Ledger, init_data_dir
+from service.shared.challenges import Challenges, ChallengeUsed
 from service.web.app import create_app
 from service.web.problems import BASE
 from tests.builders import bundle, ingest_event
+from verifier.log import verify_log
 
 Client = TestClient[Litestar]
 

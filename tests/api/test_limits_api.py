@@ -12,8 +12,8 @@ from litestar import Litestar
 from litestar.testing import TestClient
 
 from keys import SigningKey
-from service.config import Settings
-from service.limits import Limits
+from service.core.config import Settings
+from service.shared.limits import Limits
 from service.web.app import create_app
 from tests.api.test_attestations import path, signed, statement
 from tests.api.test_keys import World, problem, register, world

@@ -15,10 +15,10 @@ from service.app.attest import UnknownAttester, post_attestation
 from service.app.keyadmin import revoke_by_operator
 from service.app.replay import replay
 from service.commands.keys import signed_event
-from service.verification import verify_log
 from service.web.auth import TokenStore
 from tests.api.test_attestations import path, signed, statement
 from tests.api.test_keys import World, problem, register, world
+from verifier.log import verify_log
 
 __all__ = ["world"]  # the fixture, shared with test_keys
 

@@ -7,8 +7,8 @@ import msgspec
 
 from service.app.replay import replay
 from service.app.report import REASONS
-from service.verification import verify_log
 from tests.api.test_keys import World, problem, refused, world
+from verifier.log import verify_log
 
 __all__ = ["world"]  # the fixture, shared with test_keys
 

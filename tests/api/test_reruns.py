@@ -17,10 +17,10 @@ from events.types import RERUN_PREDICATE_V2, KeyRevoked, RerunClaimedV2
 from keys import SigningKey, encode_envelope, sign_envelope
 from service.app.replay import replay
 from service.commands.keys import signed_event
-from service.verification import verify_log
 from service.web.auth import TokenStore
 from tests.api.test_keys import World, problem, refused, register, world
 from tests.builders import bundle, ingest_event, key_registration
+from verifier.log import verify_log
 
 __all__ = ["world"]  # the fixture, shared with test_keys
 

@@ -18,18 +18,18 @@ from litestar import Litestar
 from litestar.testing import TestClient
 
 from keys import NoteVerifier, parse_vkey
-from service.answers import AnswerInvalid, saved, verify_answer
 from service.app.answers import verify_saved
 from service.app.ingest import ingest
 from service.app.mirror import export, import_log
-from service.config import Settings
+from service.core.config import Settings
+from service.core.ledger import Ledger, init_data_dir
 from service.errors import UsageError
-from service.ledger import Ledger, init_data_dir
 from service.web.app import BenchproofApp, create_app
 from tests.api.conftest import Data
 from tests.builders import bundle, ingest_event
 from tests.corpora import shared_file
 from tests.mirrors import ORIGIN, build_origin
+from verifier.answers import AnswerInvalid, saved, verify_answer
 
 Client = TestClient[Litestar]
 SEED = "sha256:5195388fd7c6a80d3089edc96ddebce288cc1703b1bfb949d3c9ca2c2c6fd74b"

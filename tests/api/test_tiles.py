@@ -23,8 +23,8 @@ from litestar.testing import TestClient
 from events.tiles import Tile, tile_of
 from events.types import ReportFiled
 from service.app.tiles import Tiles
-from service.config import Settings
-from service.ledger import Ledger, init_data_dir
+from service.core.config import Settings
+from service.core.ledger import Ledger, init_data_dir
 from service.web.api.tiles import accepts_gzip
 from service.web.app import create_app
 

@@ -13,11 +13,11 @@ from pathlib import Path
 from keys.notekeys import parse_vkey
 from service.app.cite import citation_receipt
 from service.app.ingest import ingest
-from service.ledger import init_data_dir
-from service.receipts import verify_receipt
+from service.core.ledger import init_data_dir
 from tests.bench.common import line
 from tests.bench.log import raw_rates
 from tests.corpora import shared_file
+from verifier.receipts import verify_receipt
 
 ROUNDS = 2000
 

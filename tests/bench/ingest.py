@@ -9,8 +9,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from service.core.ledger import init_data_dir
 from service.ingest.api import commit_plan, plan_import
-from service.ledger import init_data_dir
 from tests.bench.common import line
 from tests.bench.log import raw_rates
 from tests.corpora import CATALOG, corpus

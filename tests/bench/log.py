@@ -16,9 +16,9 @@ import msgspec
 
 from events.types import ReportFiled
 from keys import SigningKey
-from service.ledger import init_data_dir
-from service.verification import verify_log
+from service.core.ledger import init_data_dir
 from tests.bench.common import line
+from verifier.log import verify_log
 
 N = int(os.environ.get("BENCH_LOG_ENTRIES", "100000"))
 ROUNDS = int(os.environ.get("BENCH_LOG_ROUNDS", "3"))
@@ -53,7 +53,7 @@ def _batches() -> list[list[tuple[ReportFiled, str]]]:
 
 def main() -> None:
     print(f"log (issue 3): {N:,} entries of ~1 KiB, batches of {BATCH:,}")
-    from service.ledger import pending_of
+    from service.core.ledger import pending_of
 
     with tempfile.TemporaryDirectory() as tmp:
         sign_rate, verify_rate = raw_rates()

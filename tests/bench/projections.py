@@ -19,7 +19,7 @@ from events.stores.sqlite import SqliteLog
 from events.types import RunIngested
 from projections import queries
 from projections.materialize import Materializer
-from service.dossier import build_dossier
+from service.readmodel.dossier import build_dossier
 from tests.bench.common import line, percentiles
 from tests.builders import bundle, ingest_event
 
@@ -81,7 +81,7 @@ def replay_bench() -> None:
     same rebuild in one process, and the whole ``replay`` (rebuild, then compare every table
     with the live one)."""
     from service.app.replay import replay
-    from service.ledger import init_data_dir, pending_of
+    from service.core.ledger import init_data_dir, pending_of
 
     with tempfile.TemporaryDirectory() as tmp:
         ledger, _ = init_data_dir(Path(tmp) / "d")

@@ -35,11 +35,11 @@ from events.stores import open_reader
 from keys import SigningKey
 from service.app.runs import show_run
 from service.app.verify import verify
-from service.asof import resolve_as_of
-from service.config import DataDir
-from service.dossier import short_id
+from service.core.config import DataDir
+from service.core.ledger import Ledger, init_data_dir
 from service.ingest.api import commit_plan, plan_import
-from service.ledger import Ledger, init_data_dir
+from service.readmodel.asof import resolve_as_of
+from service.readmodel.dossier import short_id
 from tests.bench.attest import CLIENTS, DURATION, _bodies, _post_all
 from tests.builders import key_registration, signed_event
 from tests.corpora import CATALOG, corpus

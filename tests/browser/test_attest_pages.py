@@ -23,7 +23,7 @@ from events.types import EVENT_ENCODER, AttestationHidden, AttestationWithdrawn,
 from events.types.keys import KeyRotated
 from keys import SigningKey, encode_envelope, sign_envelope
 from projections.queries import Attestation
-from service.dossier import Primary
+from service.readmodel.dossier import Primary
 from service.web import community
 from service.web.pages import keys as key_pages
 from tests.api.test_attestations import path, signed, statement

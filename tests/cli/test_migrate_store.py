@@ -17,7 +17,7 @@ from events.port import SignedCheckpoint
 from events.stores import open_reader, open_store
 from events.types import RerunRequested
 from keys import SigningKey
-from service.ledger import Ledger, init_data_dir
+from service.core.ledger import Ledger, init_data_dir
 from tests.builders import (
     attestation,
     bundle,

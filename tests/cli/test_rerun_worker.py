@@ -15,8 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
+from service.core.ledger import init_data_dir
 from service.demo.cpu import load_cpu_run
-from service.ledger import init_data_dir
 from tests.servers import run_cli, served
 
 _FAKE = """

@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 
 from keys import NoteSigner, SigningKey, load_private_key
-from service.answers import sign_answer
 from service.app.ingest import ingest
 from service.app.runs import show_run
-from service.config import DataDir
-from service.ledger import init_data_dir
+from service.core.config import DataDir
+from service.core.ledger import init_data_dir
 from tests.builders import bundle, ingest_event
 from tests.corpora import shared_file
 from tests.servers import run_cli, served
+from verifier.answers import sign_answer
 
 SEED = "5195388fd7c6"
 

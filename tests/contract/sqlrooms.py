@@ -22,7 +22,7 @@ import tokenize
 from collections.abc import Iterator
 from pathlib import Path
 
-PACKAGES = ("events", "keys", "projections", "service")
+PACKAGES = ("events", "keys", "projections", "service", "verifier")
 LOG_TABLES = r"(entries|tree_nodes|checkpoints)"
 PROJECTION_TABLES = r"(p_[a-z_]+)"
 _VERB = re.compile(r"\b(select|insert|update|delete|create|drop|pragma|replace|alter)\b", re.I)

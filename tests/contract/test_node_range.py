@@ -21,7 +21,7 @@ from events.tiles import (
     tiles_for,
 )
 from keys import SigningKey
-from service.signing import Signers
+from service.core.signing import Signers
 from tests.contract.test_store import ADAPTERS, Factory, _append, _reports
 
 SIZE = 600  # two full level-0 tiles, a partial one of 88, a partial level-1 tile of 2

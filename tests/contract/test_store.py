@@ -34,8 +34,8 @@ from events.stores.postgres import PgLog
 from events.stores.sqlite import SqliteLog
 from events.types import ReportFiled
 from keys import SigningKey, open_note
-from service.ledger import pending_of
-from service.signing import Signers
+from service.core.ledger import pending_of
+from service.core.signing import Signers
 from tests.stores import fresh_pg_url, pg_base
 
 RUN = "sha256:" + "cd" * 32

@@ -20,9 +20,9 @@ from events.port import stored_entries
 from events.types import RunIngested, SourceRegistered
 from projections import queries
 from service.app.ingest import ingest
-from service.ledger import Ledger, init_data_dir
-from service.verification import verify_log
+from service.core.ledger import Ledger, init_data_dir
 from tests.corpora import CATALOG, corpus, shared_file
+from verifier.log import verify_log
 
 pytestmark = pytest.mark.corpus
 

@@ -14,13 +14,13 @@ from events import InvalidManifest, identify
 from events.documents import KernelIdentity
 from projections.queries import list_runs, run_view
 from service.app.ingest import ingest
+from service.core.ledger import Ledger, init_data_dir
 from service.errors import InvalidInput
 from service.ingest import liger
 from service.ingest.core import IngestResult
-from service.ledger import Ledger, init_data_dir
-from service.verification import verify_log
 from tests.cli.conftest import Runner, bp  # noqa: F401
 from tests.corpora import corpus
+from verifier.log import verify_log
 
 pytestmark = pytest.mark.corpus
 

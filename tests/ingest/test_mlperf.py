@@ -15,13 +15,13 @@ from events import InvalidManifest
 from projections.queries import list_runs, resolve_run, run_view
 from projections.views import RunView
 from service.app.ingest import ingest
+from service.core.ledger import Ledger, init_data_dir
 from service.errors import InvalidInput
 from service.ingest import mlperf
 from service.ingest.core import IngestResult, RunItem
-from service.ledger import Ledger, init_data_dir
-from service.verification import verify_log
 from tests.cli.conftest import Runner, bp  # noqa: F401
 from tests.corpora import corpus
+from verifier.log import verify_log
 
 pytestmark = pytest.mark.corpus
 

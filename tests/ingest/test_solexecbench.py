@@ -17,12 +17,12 @@ from events import identify
 from events.documents import KernelIdentity
 from projections.queries import list_runs, rank_of, resolve_run, run_view
 from service.app.ingest import ingest
+from service.core.ledger import Ledger, init_data_dir
 from service.errors import InvalidInput, UsageError
 from service.ingest import solexecbench
-from service.ledger import Ledger, init_data_dir
-from service.verification import verify_log
 from tests.cli.conftest import Runner, bp  # noqa: F401
 from tests.corpora import corpus
+from verifier.log import verify_log
 
 SOURCE = "sol-execbench"
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "sol"

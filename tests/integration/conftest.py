@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from service.ledger import Ledger, init_data_dir
+from service.core.ledger import Ledger, init_data_dir
 
 
 class FakeClock:

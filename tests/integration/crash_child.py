@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from events.types import ReportFiled
-from service.ledger import Ledger
+from service.core.ledger import Ledger
 
 BATCH = 40
 RUN = "sha256:" + "cd" * 32

@@ -12,9 +12,9 @@ from events.stores.sqlite import committed_path, read_committed
 from service import cli
 from service.app import verify as verify_app
 from service.commands import logcmds
-from service.ledger import Ledger, init_data_dir
-from service.verification import VerifyReport
+from service.core.ledger import Ledger, init_data_dir
 from tests.builders import bundle, ingest_event
+from verifier.log import VerifyReport
 
 
 def _grow(data: Path, n: int) -> None:

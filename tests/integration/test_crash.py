@@ -13,9 +13,9 @@ import sys
 import time
 from pathlib import Path
 
-from service.ledger import Ledger, init_data_dir
-from service.verification import verify_log
+from service.core.ledger import Ledger, init_data_dir
 from tests.integration.crash_child import BATCH
+from verifier.log import verify_log
 
 ROOT = Path(__file__).resolve().parents[2]
 ROUNDS = 8

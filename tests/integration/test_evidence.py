@@ -22,9 +22,9 @@ from events.types import (
 from keys import SigningKey
 from projections.queries import attestations, keyring, run_view
 from service.app.replay import replay
-from service.ledger import Ledger
-from service.verification import verify_log
+from service.core.ledger import Ledger
 from tests.builders import attestation, bundle, ingest_event, key_registration, rerun, signed_event
+from verifier.log import verify_log
 
 
 def _level(ledger: Ledger, digest: str) -> str:

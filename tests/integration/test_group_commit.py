@@ -19,10 +19,10 @@ from events.stores.sqlite import SqliteLog
 from events.stores.sqlite_schema import WriterBusy
 from events.types import KeyRevoked, ReportFiled
 from keys import SigningKey
-from service.groupcommit import GroupCommit, Request
-from service.ledger import Ledger, pending_of
-from service.verification import verify_log
+from service.core.groupcommit import GroupCommit, Request
+from service.core.ledger import Ledger, pending_of
 from tests.builders import key_registration, signed_event
+from verifier.log import verify_log
 
 RUN = "sha256:" + "ab" * 32
 

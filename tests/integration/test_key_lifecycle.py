@@ -10,8 +10,8 @@ import msgspec
 from events.entries import INTOTO_PAYLOAD_TYPE, Pending
 from events.types import EVENT_ENCODER, Event, KeyRegistered, KeyRevoked, KeyRotated, event_tag
 from keys import SigningKey, encode_envelope, sign_envelope
-from service.ledger import Ledger
-from service.verification import verify_log
+from service.core.ledger import Ledger
+from verifier.log import verify_log
 
 RUN = "sha256:" + "ef" * 32
 

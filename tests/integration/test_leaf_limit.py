@@ -20,8 +20,8 @@ from events.types import ReportFiled
 from keys import SigningKey, encode_envelope, sign_envelope
 from service.app.attest import MAX_STATEMENT_BYTES
 from service.app.ingest import ingest
-from service.ledger import Ledger, pending_of
-from service.signing import Signers
+from service.core.ledger import Ledger, pending_of
+from service.core.signing import Signers
 from service.web.auth import TokenStore
 from tests.api.test_attestations import path, statement
 from tests.api.test_keys import World, problem, register, world

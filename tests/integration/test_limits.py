@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from service.limits import DAY, HOUR, Limits, RateLimited, RateLimiter
+from service.shared.limits import DAY, HOUR, Limits, RateLimited, RateLimiter
 
 T0 = 1_800_000_000 - 1_800_000_000 % DAY  # the start of a UTC day
 

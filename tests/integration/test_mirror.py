@@ -18,15 +18,15 @@ from keys import NoteSigner, SigningKey, encode_envelope, sign_envelope
 from keys.notekeys import parse_vkey
 from service.app.mirror import Imported, ImportRefused, export, import_log
 from service.app.replay import replay
-from service.config import Settings
+from service.core.config import Settings
+from service.core.ledger import Ledger, init_data_dir, read_mirror
 from service.errors import MirrorReadOnly, UsageError
-from service.ledger import Ledger, init_data_dir, read_mirror
-from service.tlogsource import SourceInvalid
-from service.verification import verify_log
 from service.web.app import create_app
 from service.web.auth import TokenStore
 from tests.builders import attestation, bundle, ingest_event
 from tests.mirrors import ORIGIN, Origin, build_origin, grow, log_bytes
+from verifier.log import verify_log
+from verifier.tiles import SourceInvalid
 
 PUBLIC = "https://bench.example"
 

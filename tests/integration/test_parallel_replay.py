@@ -20,7 +20,7 @@ from projections.materialize import Materializer
 from projections.queries import run_view
 from projections.shards import Unshardable, rebuild_sharded, shard_of
 from service.app.replay import replay
-from service.ledger import Ledger
+from service.core.ledger import Ledger
 from tests.builders import attestation, bundle, ingest_event, key_registration, rerun
 
 

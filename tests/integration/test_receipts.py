@@ -15,11 +15,11 @@ from events.types import RunSuperseded
 from keys.notekeys import parse_vkey
 from service.app.cite import citation_receipt
 from service.app.ingest import ingest
-from service.ledger import Ledger, init_data_dir
-from service.receipts import ReceiptInvalid, verify_receipt
+from service.core.ledger import Ledger, init_data_dir
 from tests.builders import bundle, ingest_event
 from tests.corpora import CATALOG, corpus, shared_file
 from tests.servers import SCRIPT
+from verifier.receipts import ReceiptInvalid, verify_receipt
 
 DEMO = Path(__file__).resolve().parents[2] / "service" / "demo" / "data"
 CHECKS = {"format", "statement", "signature", "checkpoint", "origin", "inclusion", "entry"}

@@ -4,7 +4,7 @@ it there, as of any tree size; the projections copy only the manifests runs refe
 from __future__ import annotations
 
 from projections import queries
-from service.ledger import Ledger
+from service.core.ledger import Ledger
 from tests.builders import bundle, ingest_event
 
 

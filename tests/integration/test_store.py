@@ -13,8 +13,8 @@ from events.checkpoints import parse_checkpoint_body
 from events.merkle import leaf_hash, verify_consistency, verify_inclusion
 from events.types import ReportFiled
 from keys import open_note
-from service.ledger import Ledger
-from service.verification import verify_log
+from service.core.ledger import Ledger
+from verifier.log import verify_log
 
 RUN = "sha256:" + "ab" * 32
 
@@ -101,7 +101,7 @@ def test_a_commit_that_fails_leaves_nothing_and_the_store_carries_on(ledger: Led
 def ledger_pending(event: ReportFiled, subject: str):
     import msgspec
 
-    from service.ledger import pending_of
+    from service.core.ledger import pending_of
 
     return msgspec.structs.replace(pending_of(event, subject), signer="k" * 64)
 

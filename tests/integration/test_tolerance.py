@@ -25,8 +25,7 @@ from projections.tolerance import (
 )
 from projections.views import instant_of
 from service.app.replay import replay
-from service.ledger import Ledger
-from service.verification import verify_log
+from service.core.ledger import Ledger
 from tests.builders import (
     bundle,
     ingest_event,
@@ -36,6 +35,7 @@ from tests.builders import (
     rerun_v2,
     signed_event,
 )
+from verifier.log import verify_log
 
 
 def _run(ledger: Ledger, value: int, author: int = 1) -> str:

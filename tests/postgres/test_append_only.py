@@ -16,8 +16,8 @@ from psycopg import errors as pgerrors
 from events.stores.postgres import PgLog
 from events.types import ReportFiled
 from keys import SigningKey
-from service.ledger import pending_of
-from service.signing import Signers
+from service.core.ledger import pending_of
+from service.core.signing import Signers
 from tests.stores import fresh_pg_url
 
 RUN = "sha256:" + "ef" * 32

@@ -6,8 +6,8 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from service.limits import Limits, RateLimited, RateLimiter
-from service.state import Challenges
+from service.shared.challenges import Challenges
+from service.shared.limits import Limits, RateLimited, RateLimiter
 
 
 def test_concurrent_hits_count_exactly_the_limit(tmp_path: Path, pg_url: str) -> None:

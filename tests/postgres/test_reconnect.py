@@ -11,8 +11,8 @@ import psycopg
 from litestar.testing import TestClient
 
 from events.types import ReportFiled
-from service.config import Settings
-from service.ledger import init_data_dir, pending_of
+from service.core.config import Settings
+from service.core.ledger import init_data_dir, pending_of
 from service.web.app import create_app
 from tests.stores import pg_base
 
@@ -79,7 +79,7 @@ def test_a_connection_dropped_inside_a_batch_loses_the_batch_whole(pg_url: str) 
 
     from events.stores.postgres import PgLog
     from keys import SigningKey
-    from service.signing import Signers
+    from service.core.signing import Signers
 
     signers = Signers(SigningKey.generate(), SigningKey.generate(), "reconnect.example/log")
     store = PgLog.open(pg_url, origin="reconnect.example/log", create=True)

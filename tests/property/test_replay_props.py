@@ -20,7 +20,7 @@ from projections import queries, schema
 from projections.compare import table_digest
 from projections.materialize import Materializer
 from service.app.replay import replay
-from service.ledger import Ledger, init_data_dir
+from service.core.ledger import Ledger, init_data_dir
 from tests.builders import attestation, bundle, ingest_event, key_registration, rerun, signed_event
 
 RERUNNERS = [SigningKey.from_seed(bytes([i]) * 32) for i in (1, 2)]
@@ -61,7 +61,7 @@ def _apply(ledger: Ledger, plan: list[tuple[Any, ...]], cuts: list[int]) -> None
             ledger.append_pending(list(batch))
             batch.clear()
 
-    from service.ledger import pending_of
+    from service.core.ledger import pending_of
 
     for i, op in enumerate(plan):
         kind = op[0]

@@ -516,7 +516,7 @@ _APPEND_AND_DIE = textwrap.dedent(
     from events.stores.sqlite_schema import Checkpointer
     Checkpointer.INTERVAL = 3600.0
     from service.app.report import file_report
-    from service.ledger import Ledger
+    from service.core.ledger import Ledger
     ledger = Ledger.open(Path(sys.argv[1]))
     for i in range(int(sys.argv[2])):
         body = ('{"reason": "other", "text": "%d-%d %s"}' % (os.getpid(), i, "z" * 3000)).encode()

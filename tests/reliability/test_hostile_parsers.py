@@ -43,11 +43,11 @@ from service.app.attest import statement_of
 from service.app.keys import read_envelope
 from service.errors import ServiceError
 from service.ingest.api import plan_import
-from service.receipts import parse as parse_receipt
-from service.receipts import verify_receipt
 from tests.corpora import corpus, shared_file
 from tests.reliability.report import fuzzing, record_inputs, scale
 from tests.servers import run_cli
+from verifier.receipts import parse as parse_receipt
+from verifier.receipts import verify_receipt
 
 DOCUMENTED = (EventError, KeyringError, ServiceError, ProjectionError)
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -1,4 +1,4 @@
-"""The signed-answer format (``service.answers``): the exact message the log key signs, the
+"""The signed-answer format (``verifier.answers``): the exact message the log key signs, the
 header it travels in, what breaks a signature, the saved-answer file, the comparison that names
 the first differing field, and the signer's cache."""
 
@@ -11,7 +11,8 @@ import msgspec
 import pytest
 
 from keys import NoteSigner, SigningKey
-from service.answers import (
+from service.app.answers import pinned_target
+from verifier.answers import (
     ABSENT,
     AnswerInvalid,
     AnswerSigner,
@@ -25,7 +26,6 @@ from service.answers import (
     signed_message,
     verify_answer,
 )
-from service.app.answers import pinned_target
 
 ORIGIN = "benchproof.test/log"
 BODY = b'{"runDigest":"sha256:ab","asOf":7,"evidenceLevel":"reported"}'

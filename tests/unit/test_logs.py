@@ -8,7 +8,7 @@ import json
 
 import structlog
 
-from service import logs
+from service.web import logs
 
 
 def _capture() -> io.BytesIO:

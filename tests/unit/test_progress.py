@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from service.progress import Progress
+from service.console.progress import Progress
 
 
 class _Terminal(io.StringIO):

@@ -15,7 +15,7 @@ from litestar import Request, Response, get, post
 from litestar.params import FromPath, RawBody
 
 from service.app import keyadmin, keylist, keys
-from service.state import Challenge
+from service.shared.challenges import Challenge
 from service.web.auth import TokenStore
 from service.web.caching import etag_of, respond
 from service.web.deps import LedgerDep, ReaderDep

@@ -14,7 +14,7 @@ from litestar.params import FromPath, RawBody
 
 from service.app import moderation, report
 from service.app.keyadmin import Recorded
-from service.ledger import Ledger
+from service.core.ledger import Ledger
 from service.web.deps import LedgerDep, ReaderDep, Services
 from service.web.guards import operator_post
 from service.web.limiting import Quota

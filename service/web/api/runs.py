@@ -11,7 +11,7 @@ from litestar.concurrency import sync_to_thread
 from litestar.params import FromPath, QueryParameter
 
 from service.app import cite, history, runs
-from service.dossier import Dossier
+from service.readmodel.dossier import Dossier
 from service.web.caching import etag_of, respond, settled
 from service.web.deps import ReaderDep, Services, ServicesDep
 from service.web.params import RUN_ERRORS, AsOf, Limit, answer, as_of, problem

@@ -20,9 +20,9 @@ from events.errors import EventError
 from keys import KeyringError
 from projections.errors import ProjectionError
 from service.app.runs import candidates
-from service.dossier import short_id
 from service.errors import ServiceError
-from service.logs import get_logger
+from service.readmodel.dossier import short_id
+from service.web.logs import get_logger
 from service.web.pages.browse import compare_page, home_page
 from service.web.pages.forms import report_form
 from service.web.pages.groups import group_page

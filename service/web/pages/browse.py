@@ -11,7 +11,7 @@ from litestar import Request, Response, get
 from litestar.params import FromQuery, QueryParameter
 
 from service.app import browse
-from service.dossier import short_id
+from service.readmodel.dossier import short_id
 from service.web import present
 from service.web.caching import settled
 from service.web.deps import ReaderDep

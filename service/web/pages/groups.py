@@ -10,7 +10,7 @@ from litestar.params import FromPath
 
 from projections.views import RunView
 from service.app import groups
-from service.dossier import short_id
+from service.readmodel.dossier import short_id
 from service.web import present
 from service.web.caching import settled
 from service.web.charts import bar_chart

@@ -11,8 +11,8 @@ from litestar.params import QueryParameter
 
 from events.port import LogReader, SignedCheckpoint
 from service.app import log
+from service.core.ledger import Ledger
 from service.errors import UsageError
-from service.ledger import Ledger
 from service.web.caching import settled
 from service.web.deps import LedgerDep, ReaderDep
 from service.web.pages.render import html

@@ -16,7 +16,7 @@ from projections.errors import AmbiguousRun
 from projections.queries.neighbours import BETTER_ELSEWHERE_CAP
 from service.app import cite, history, pages, report, runs
 from service.app.keylist import KeyRecord
-from service.dossier import short_id
+from service.readmodel.dossier import short_id
 from service.web import community, present, sections
 from service.web.caching import respond, settled
 from service.web.deps import LedgerDep, ReaderDep, ServicesDep

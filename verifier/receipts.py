@@ -36,13 +36,13 @@ import msgspec
 
 from events.canonical import canonical_bytes, canonical_json, sha256_digest
 from events.checkpoints import parse_checkpoint_body
+from events.entries import INSTANT as _INSTANT
 from events.errors import EventError, LogError, ProofError
 from events.merkle import leaf_hash, verify_inclusion
 from keys import KeyringError, SigningKey, VerificationError
 from keys.notekeys import NoteVerifier
 from keys.notes import open_note
-from projections.views import INSTANT as _INSTANT
-from service.errors import ServiceError
+from verifier.errors import VerifierError
 
 __all__ = [
     "HEADER",
@@ -62,7 +62,7 @@ SIGNING_CONTEXT = b"benchproof citation receipt v1\n"
 _VERIFY = "verify: benchproof verify-citation <file> --log-key <the log's vkey file>"
 
 
-class ReceiptInvalid(ServiceError):
+class ReceiptInvalid(VerifierError):
     """The receipt does not check out: ``check`` names the first check that failed."""
 
     def __init__(self, check: str, detail: str) -> None:

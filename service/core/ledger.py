@@ -16,7 +16,6 @@ import base64
 import contextlib
 import os
 import shutil
-import sqlite3
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
@@ -26,7 +25,7 @@ import msgspec
 
 from events.entries import Pending
 from events.errors import LogError
-from events.port import Appended, stored_entries
+from events.port import Appended, Session, stored_entries
 from events.stores import display_store, log_exists, open_reader, open_store, same_store
 from events.stores.faults import StorageFault
 from events.stores.sqlbase import SqlLog
@@ -47,10 +46,10 @@ from projections.materialize import Materializer
 from projections.queries import KeyringCache, keyring
 from projections.shards import Unshardable, open_rebuilt, rebuild_in_one, rebuild_sharded
 from projections.tolerance import DEFAULT_POLICY, POLICY_NAME
-from service.config import DEFAULT_ORIGIN, DataDir
+from service.core.config import DEFAULT_ORIGIN, DataDir
+from service.core.groupcommit import GroupCommit, Request
+from service.core.signing import Signers, envelope_signer
 from service.errors import MirrorReadOnly, NotInitialised, UsageError
-from service.groupcommit import GroupCommit, Request
-from service.signing import Signers, envelope_signer
 
 __all__ = [
     "MIRROR_FILE",
@@ -212,7 +211,7 @@ class Ledger:
         # The keyring for checks made on read-only handles of this log (outside the writer's
         # transaction; ``self.projections.keyring()`` inside it).
         self.keyring = KeyringCache()
-        self.group: GroupCommit[Pending, sqlite3.Connection, Appended] = GroupCommit(
+        self.group: GroupCommit[Pending, Session, Appended] = GroupCommit(
             # A busy writer or a failed disk is the group's fault: trying each request alone
             # would only meet it again.
             self._commit_group,
@@ -311,7 +310,7 @@ class Ledger:
                 rebuilt.close()
         return size
 
-    def adopt_rebuild(self, rebuilt: sqlite3.Connection, schemas: Sequence[str], size: int) -> None:
+    def adopt_rebuild(self, rebuilt: Session, schemas: Sequence[str], size: int) -> None:
         """Replace the projections with a scratch rebuild of the first ``size`` entries
         (``rebuild_scratch``), then fold what was appended since, in one transaction under the
         write lock."""
@@ -323,7 +322,7 @@ class Ledger:
 
     def rebuild_scratch(
         self, size: int, folder: Path, *, parallel: bool | None = None, batch_size: int = 4000
-    ) -> tuple[sqlite3.Connection, list[str]]:
+    ) -> tuple[Session, list[str]]:
         """Rebuild every projection of the first ``size`` entries into scratch databases under
         ``folder``, leaving the live ones as they are; return a connection that reads them and
         the schemas a table's rows come from (``projections.schema.rebuilt_rows``).
@@ -373,7 +372,7 @@ class Ledger:
         pending: Sequence[Pending],
         *,
         progress: Callable[[int], None] | None = None,
-        check: Callable[[sqlite3.Connection], None] | None = None,
+        check: Callable[[Session], None] | None = None,
     ) -> list[Appended]:
         """Append pendings (some may carry an actor's own envelope) as one batch, committed
         together with the batches other threads append meanwhile (group commit: one fsync for
@@ -398,7 +397,7 @@ class Ledger:
         self,
         pending: Sequence[Pending],
         *,
-        check: Callable[[sqlite3.Connection], None] | None = None,
+        check: Callable[[Session], None] | None = None,
     ) -> list[Appended]:
         """``append_pending`` for a handler on an event loop: the loop serves other requests
         while the group commit's writer thread commits this batch with those queued meanwhile.
@@ -431,7 +430,7 @@ class Ledger:
             progress=progress,
         )
 
-    def _commit_group(self, batch: list[Request[Pending, sqlite3.Connection, Appended]]) -> None:
+    def _commit_group(self, batch: list[Request[Pending, Session, Appended]]) -> None:
         """Commit the requests of one group in one transaction (``GroupCommit``), in order: each
         request's check runs after the requests before it were appended and projected, so it
         judges its entry at the position the entry takes and sees what the group changed (a
@@ -440,7 +439,7 @@ class Ledger:
         difference: nothing they append changes what a check reads)."""
         with self.store.transaction() as session:
             self._catch_up_if_needed()
-            held: list[Request[Pending, sqlite3.Connection, Appended]] = []
+            held: list[Request[Pending, Session, Appended]] = []
             for request in batch:
                 neutral = all(p.type in CHECK_NEUTRAL for p in request.items)
                 if not neutral:
@@ -457,7 +456,7 @@ class Ledger:
                     request.result = self._append(request.items) if request.items else []
             self._append_held(held)
 
-    def _append_held(self, held: list[Request[Pending, sqlite3.Connection, Appended]]) -> None:
+    def _append_held(self, held: list[Request[Pending, Session, Appended]]) -> None:
         """Append the items of the ``held`` requests in one batch (one statement per table, not
         one per request), and hand each request its own answers."""
         items = [p for request in held for p in request.items]

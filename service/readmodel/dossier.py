@@ -5,12 +5,11 @@ The HTML page, ``GET /v1/runs/{ref}`` and ``benchproof runs show --json`` all re
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 import msgspec
 
-from events.port import LogReader
+from events.port import LogReader, Session
 from projections import queries
 from projections.views import RunView
 
@@ -185,9 +184,7 @@ def _workload(manifest: dict[str, Any] | None, digest: str | None) -> dict[str, 
     return out
 
 
-def _history(
-    conn: sqlite3.Connection, log: LogReader, view: RunView, as_of: int | None
-) -> list[HistoryItem]:
+def _history(conn: Session, log: LogReader, view: RunView, as_of: int | None) -> list[HistoryItem]:
     versions = queries.run_versions(conn, view.runDigest, as_of)
     headers = log.headers_at([p for p, _ in versions])
     out = []
@@ -204,7 +201,7 @@ def _history(
 
 
 def build_dossier(
-    conn: sqlite3.Connection,
+    conn: Session,
     log: LogReader,
     digest: str,
     as_of: int | None,

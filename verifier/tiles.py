@@ -25,7 +25,7 @@ from events.errors import LogError
 from events.port import SignedCheckpoint
 from events.tiles import TILE_WIDTH, Tile, TileError, decode_bundle, parse_path, tiles_for
 from keys import KeyringError, NoteVerifier, open_note
-from service.errors import ServiceError, UsageError
+from verifier.errors import VerifierError, VerifierUsageError
 
 __all__ = [
     "DirSource",
@@ -43,11 +43,11 @@ _TIMEOUT = 60.0
 _RETRIES = 3
 
 
-class SourceError(UsageError):
+class SourceError(VerifierUsageError):
     """The source cannot be read: unreachable, or an error answer."""
 
 
-class SourceInvalid(ServiceError):
+class SourceInvalid(VerifierError):
     """The source serves what is not so: a checkpoint that does not verify, a missing or
     malformed tile or bundle (an audit that meets it fails)."""
 

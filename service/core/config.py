@@ -8,7 +8,7 @@ from pathlib import Path
 import msgspec
 
 from service.errors import UsageError
-from service.limits import Limits
+from service.shared.limits import Limits
 
 __all__ = ["DEFAULT_ORIGIN", "DataDir", "Settings"]
 
@@ -110,7 +110,7 @@ class DataDir:
     @property
     def limits(self) -> Path:
         """The rate limits' counts: a database of their own, so that counting a write never
-        waits for the log's writer (``service.limits``)."""
+        waits for the log's writer (``service.shared.limits``)."""
         return self.root / "limits.db"
 
     @property

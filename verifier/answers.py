@@ -39,7 +39,7 @@ from typing import Any, Final
 import msgspec
 
 from keys import NoteSigner, NoteVerifier, VerificationError
-from service.errors import ServiceError
+from verifier.errors import VerifierError
 
 __all__ = [
     "ABSENT",
@@ -72,7 +72,7 @@ _HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 _OUTSIDE = re.compile(rb"[^\x21-\x7e]")
 
 
-class AnswerInvalid(ServiceError):
+class AnswerInvalid(VerifierError):
     """A signed answer does not check out: ``check`` names what failed (``format``, ``body``,
     ``signature``, or ``difference`` for an answer the replay does not give)."""
 

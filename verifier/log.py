@@ -27,12 +27,12 @@ from events.bulk import paused_gc
 from events.checkpoints import parse_checkpoint_body
 from events.entries import EVENT_PAYLOAD_TYPE, INTOTO_PAYLOAD_TYPE, Entry, payload_digest
 from events.errors import EventError, LogCorrupted, LogError
+from events.keyring import KeyView, fold_keys
 from events.merkle import CompactRange, leaf_hash, node_hash
 from events.port import LogReader, SignedCheckpoint
 from events.stores.sqlite import SqliteLog
 from events.types import EVENT_DECODER, KeyRegistered, KeyRevoked, KeyRotated
 from keys import KeyringError, NoteVerifier, VerifyingKey, open_note, pae
-from projections.keyring import KeyView, fold_keys
 
 __all__ = ["Finding", "VerifyReport", "verify_log"]
 

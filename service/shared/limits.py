@@ -23,6 +23,7 @@ from typing import Any
 
 import msgspec
 
+from events.port import Session
 from events.stores import service_session, store_kind
 from service.errors import ServiceError
 
@@ -78,7 +79,7 @@ class RateLimiter:
         self._clock = clock
         self._store = store if store and store_kind(store) == "postgresql" else None
         self._db = db
-        self._conn: sqlite3.Connection | None = None
+        self._conn: Session | None = None
         if self._store is None:
             self._conn = sqlite3.connect(
                 db, isolation_level=None, check_same_thread=False, timeout=60

@@ -108,7 +108,7 @@ class Client:
 
     def fetch(self, path: str) -> Fetched:
         """``GET path``, the answer kept byte for byte with its headers (names lower-case): what
-        a signed answer is checked against (``service.answers``).
+        a signed answer is checked against (``verifier.answers``).
 
         Raises:
             NotFound: the server answered 404.

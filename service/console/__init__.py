@@ -1,0 +1,1 @@
+"""Helpers of the command line: the JSON client of a server, and the progress bar."""

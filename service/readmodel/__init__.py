@@ -1,0 +1,1 @@
+"""The read model the edges present: the run dossier, and ``asOf``."""
