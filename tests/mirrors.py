@@ -11,7 +11,8 @@ from events.tiles import bundle_of, tile_of, tiles_for
 from events.types import Event
 from keys import SigningKey
 from service.app.ingest import ingest
-from service.core.ledger import Ledger, init_data_dir
+from service.core.init import init_data_dir
+from service.core.ledger import Ledger
 from tests.builders import attestation, bundle, ingest_event, key_registration, signed_event
 from tests.corpora import shared_file
 

@@ -189,14 +189,14 @@ def recompute(data: Path, answer: SavedAnswer) -> tuple[int, bytes, int]:
     from litestar.testing import TestClient
 
     from service.core.config import Settings
-    from service.core.ledger import Ledger
+    from service.core.ledger import open_log
     from service.web.app import create_app
     from service.web.logs import configure_logging
 
     # The app's request lines and its test client's would land in this command's output.
     configure_logging(logging.WARNING)
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    with Ledger.open(data) as ledger:
+    with open_log(data) as ledger:
         local = ledger.store.size
         if local < answer.treeSize:
             raise UsageError(

@@ -38,7 +38,7 @@ from projections.errors import UnknownRun
 from service.app.cursors import one_page, position_after
 from service.app.keys import Admit, SignedBody, check_signature, read_envelope, unique_members
 from service.app.log import Proof, latest_checkpoint
-from service.core.ledger import Ledger
+from service.core.logs import OpenedLog
 from service.errors import NotFound, ServiceError, UsageError
 
 __all__ = [
@@ -237,7 +237,7 @@ class _Checked(NamedTuple):
     known: tuple[str, int] | None  # (entry id, position) when the log holds it already
 
 
-def _check(ledger: Ledger, ref: str, body: bytes, reads: SqlLog) -> _Checked:
+def _check(ledger: OpenedLog, ref: str, body: bytes, reads: SqlLog) -> _Checked:
     signed = read_envelope(body, INTOTO_PAYLOAD_TYPE)
     if len(signed.payload) > MAX_STATEMENT_BYTES:
         raise InvalidStatement(f"the statement is over {MAX_STATEMENT_BYTES} bytes")
@@ -274,7 +274,7 @@ def _check(ledger: Ledger, ref: str, body: bytes, reads: SqlLog) -> _Checked:
     return _Checked(pending, keyid, still_valid, next(iter(known.items())) if known else None)
 
 
-def receipt(ledger: Ledger, reads: SqlLog, entry_id: str, seq: int, new: bool) -> Posting:
+def receipt(ledger: OpenedLog, reads: SqlLog, entry_id: str, seq: int, new: bool) -> Posting:
     """Where the entry landed, with a checkpoint that covers it and its inclusion proof."""
     # The commit wrote a checkpoint covering the entry; a later one covers it too.
     checkpoint = reads.latest_checkpoint()
@@ -292,7 +292,7 @@ def receipt(ledger: Ledger, reads: SqlLog, entry_id: str, seq: int, new: bool) -
 
 
 def post_attestation(
-    ledger: Ledger, ref: str, body: bytes, *, admit: Admit, reads: SqlLog | None = None
+    ledger: OpenedLog, ref: str, body: bytes, *, admit: Admit, reads: SqlLog | None = None
 ) -> Posting:
     """Append the attestation ``body`` (a DSSE envelope) on the run ``ref`` names, or find the
     entry that holds it already; ``admit`` hears of the attester once its signature verified.
@@ -314,12 +314,12 @@ def post_attestation(
     if checked.known is not None:
         return receipt(ledger, reads, *checked.known, new=False)
     admit(checked.attester)
-    appended = ledger.append_pending([checked.pending], check=checked.still_valid)[0]
+    appended = ledger.writer().append_pending([checked.pending], check=checked.still_valid)[0]
     return receipt(ledger, reads, appended.payloadDigest, appended.seq, appended.new)
 
 
 async def post_attestation_async(
-    ledger: Ledger,
+    ledger: OpenedLog,
     ref: str,
     body: bytes,
     *,
@@ -333,7 +333,9 @@ async def post_attestation_async(
     if checked.known is not None:
         return receipt(ledger, reads, *checked.known, new=False)
     await admit(checked.attester)
-    appended = (await ledger.append_pending_async([checked.pending], check=checked.still_valid))[0]
+    appended = (
+        await ledger.writer().append_pending_async([checked.pending], check=checked.still_valid)
+    )[0]
     return receipt(ledger, reads, appended.payloadDigest, appended.seq, appended.new)
 
 

@@ -43,7 +43,7 @@ from keys import (
 from keys.notekeys import parse_vkey
 from projections.queries import keyring
 from service.core.config import DataDir
-from service.core.ledger import MIRROR_FILE, MirrorInfo, read_mirror
+from service.core.mirror import MIRROR_FILE, MirrorInfo, read_mirror
 from service.errors import NotInitialised, UsageError
 
 __all__ = ["BACKUP_STEP", "VKEY_FILE", "BackedUp", "backup"]

@@ -20,7 +20,7 @@ from keys.notekeys import parse_vkey
 from projections import queries
 from projections.errors import AmbiguousRun, UnknownRun
 from service.app import citeformats
-from service.core.ledger import Ledger, mirror_refusal
+from service.core.logs import OpenedLog
 from service.errors import UsageError
 from verifier.receipts import ReceiptInvalid, make_receipt, verify_receipt
 
@@ -61,7 +61,9 @@ def permalink(base: str, digest: str) -> str:
     return f"{base.rstrip('/')}/runs/{digest}"
 
 
-def citation_receipt(ledger: Ledger, conn: Session, log: SqlLog, ref: str, *, base: str) -> bytes:
+def citation_receipt(
+    ledger: OpenedLog, conn: Session, log: SqlLog, ref: str, *, base: str
+) -> bytes:
     """A receipt for the run ``ref`` names, as the log stands now (its latest checkpoint): the
     statement signed by the log's key, the checkpoint, the run's ``run.ingested`` entry and its
     inclusion proof.
@@ -71,12 +73,10 @@ def citation_receipt(ledger: Ledger, conn: Session, log: SqlLog, ref: str, *, ba
         UsageError: no checkpoint covers the run's entry yet.
         MirrorReadOnly: the ledger is a mirror, which holds no log key to sign with.
     """
-    if ledger.mirror is not None:
-        raise mirror_refusal(
-            ledger.mirror.origin,
-            "it holds no log key, so it signs no citation receipts; ask the origin log for one "
-            "(the other citation formats need no signature)",
-        )
+    signers = ledger.writer(
+        "it holds no log key, so it signs no citation receipts; ask the origin log for one "
+        "(the other citation formats need no signature)"
+    ).signers
     digest = queries.resolve_run(conn, ref)
     index = queries.ingest_position(conn, digest)
     checkpoint = log.latest_checkpoint()
@@ -89,7 +89,7 @@ def citation_receipt(ledger: Ledger, conn: Session, log: SqlLog, ref: str, *, ba
     if view is None or leaf is None:
         raise UnknownRun(f"no run matches {ref!r}", reference=ref)
     return make_receipt(
-        ledger.signers.log,
+        signers.log,
         origin=log.origin,
         permalink=permalink(base, digest),
         run_digest=digest,
@@ -105,7 +105,7 @@ def citation_receipt(ledger: Ledger, conn: Session, log: SqlLog, ref: str, *, ba
 
 
 def citation(
-    ledger: Ledger, conn: Session, log: SqlLog, ref: str, fmt: str, *, base: str
+    ledger: OpenedLog, conn: Session, log: SqlLog, ref: str, fmt: str, *, base: str
 ) -> tuple[bytes, str]:
     """The citation of the run ``ref`` names in the format ``fmt``, and its media type.
 
@@ -297,7 +297,7 @@ class OnlineCheck(msgspec.Struct, frozen=True):
 
 
 def verify_online(
-    ledger: Ledger, conn: Session, log: SqlLog, body: bytes, *, base: str
+    ledger: OpenedLog, conn: Session, log: SqlLog, body: bytes, *, base: str
 ) -> OnlineCheck:
     """Check a receipt against this log: offline checks with its own key, then consistency from
     the receipt's checkpoint to the latest, and what changed for the run since.
@@ -305,7 +305,7 @@ def verify_online(
     Raises:
         ReceiptInvalid: the receipt does not verify against this log (its ``check`` says why).
     """
-    verified = verify_receipt(body, parse_vkey(ledger.signers.vkey))
+    verified = verify_receipt(body, parse_vkey(ledger.vkey))
     statement = verified.statement
     latest = log.latest_checkpoint()
     assert latest is not None  # noqa: S101 - the receipt's checkpoint is this log's

@@ -2,8 +2,10 @@
 
 ``ingest`` is what ``benchproof ingest`` does with files and folders; ``ingest_upload`` what
 ``POST /v1/ingest/{source}`` does with one uploaded file. Both read and check everything first
-(``service.ingest.api.plan_import``): invalid rows refuse the whole import unless skipped, and
-what the log already holds is not appended again.
+(``service.ingest.api.plan_import``): invalid rows refuse the whole import unless skipped.
+``commit_plan`` then resolves the plan against what the log holds (``service.ingest.resolve``,
+through ``LogHoldings``) and appends what is new, in one transaction: what the log already
+holds is not appended again.
 """
 
 from __future__ import annotations
@@ -13,18 +15,22 @@ import re
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import msgspec
 
+from events.bulk import paused_gc
 from events.errors import EventError, InvalidManifest
+from events.port import Session
 from events.yamlcore import load_yaml
-from service.core.ledger import Ledger
+from projections import queries
+from service.core.logs import OpenedLog
 from service.errors import InvalidInput, ServiceError, UsageError
-from service.ingest.api import commit_plan, plan_import
-from service.ingest.core import IngestResult, Rejected
+from service.ingest.api import plan_import
+from service.ingest.core import IngestResult, Plan, Rejected
+from service.ingest.resolve import resolve
 
-__all__ = ["Ingested", "ingest", "ingest_upload", "upload_name"]
+__all__ = ["Ingested", "LogHoldings", "commit_plan", "ingest", "ingest_upload", "upload_name"]
 
 
 class Ingested(NamedTuple):
@@ -35,7 +41,7 @@ class Ingested(NamedTuple):
 
 
 def ingest(
-    ledger: Ledger,
+    ledger: OpenedLog,
     source: str,
     paths: Sequence[Path],
     *,
@@ -53,6 +59,7 @@ def ingest(
         UsageError: an unknown source, or ``rejected_file`` cannot be written (nothing was
             appended).
         InvalidManifest / NotFound / EventError: as the importer raises them.
+        MirrorReadOnly: ``ledger`` is a mirror, and the import brings something new.
     """
     plan = plan_import(source, paths, skip_invalid=skip_invalid)
     partial = None
@@ -67,6 +74,65 @@ def ingest(
     if partial is not None and rejected_file is not None:
         os.replace(partial, rejected_file)
     return Ingested(result, plan.rejected)
+
+
+class LogHoldings:
+    """What the log holds, as an importer asks it (``service.ingest.resolve.Holdings``): the
+    projections, read on ``session`` (the import's transaction)."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def manifest(self, digest: str) -> dict[str, Any] | None:
+        return queries.manifest(self._session, digest)
+
+    def manifests(self, digests: Sequence[str]) -> set[str]:
+        return queries.known_manifests(self._session, list(digests))
+
+    def runs(self, digests: Sequence[str]) -> set[str]:
+        return queries.run_exists(self._session, list(digests))
+
+    def latest_of_row(self, row_key: str) -> str | None:
+        return queries.latest_for_row(self._session, row_key)
+
+    def sources(self) -> set[str]:
+        return queries.registered_sources(self._session)
+
+
+def commit_plan(
+    ledger: OpenedLog,
+    plan: Plan,
+    *,
+    progress: Callable[[int], None] | None = None,
+    expect: Callable[[int], None] | None = None,
+) -> IngestResult:
+    """Resolve a checked plan against what the log holds and append what is new, in one
+    transaction (a re-run appends nothing for what is already there). ``expect`` hears how
+    many entries are about to be written, then ``progress`` of each chunk written.
+
+    Raises:
+        MirrorReadOnly: ``ledger`` is a mirror, and the plan brings something new.
+    """
+    # What the log holds is read, and the new entries appended, in one transaction with the
+    # writers' lock held throughout: two imports of one run at once append it once (the second
+    # reads the first's entries), and no read shares the writer's connection with another
+    # thread's commit.
+    with paused_gc(), ledger.store.transaction():
+        events, result = resolve(plan, LogHoldings(ledger.store.session))
+        # One transaction for the whole import: it lands whole or not at all (the store still
+        # signs and writes it in chunks, overlapping the two). ``progress`` given: the append
+        # nests in this transaction rather than waiting for the group commit's turn, which
+        # this transaction holds.
+        if expect is not None:
+            expect(len(events))
+        appended = ledger.writer().append(events, progress=progress or _ignore) if events else []
+        result.entries = sum(a.new for a in appended)
+        result.size = ledger.store.size
+        return result
+
+
+def _ignore(_: int) -> None:
+    pass
 
 
 def _write_partial(path: Path, rejected: list[Rejected]) -> Path:
@@ -159,7 +225,7 @@ def _is_yaml(text: bytes) -> bool:
 
 
 def ingest_upload(
-    ledger: Ledger, source: str, body: bytes, name: str, *, decided: str = ""
+    ledger: OpenedLog, source: str, body: bytes, name: str, *, decided: str = ""
 ) -> IngestResult:
     """Import one uploaded file of ``source``: ``body`` under the file name ``name`` (whose
     suffix picks the format; ``decided`` says how it was chosen, for the errors). Invalid rows

@@ -25,7 +25,8 @@ from events.types import EVENT_DECODER, EVENT_ENCODER, Event, KeyGranted, KeyRev
 from keys import VerifyingKey
 from projections import queries
 from service.app.keys import Admit, KeyMismatch, SignedBody, check_signature, read_envelope
-from service.core.ledger import Ledger, pending_of
+from service.core.ledger import pending_of
+from service.core.logs import OpenedLog
 from service.errors import NotFound, ServiceError, UsageError
 
 __all__ = [
@@ -127,7 +128,7 @@ def _managed(keys: Mapping[str, KeyView], key_id: str, size: int) -> KeyView:
     return key
 
 
-def revoke_itself(ledger: Ledger, key_id: str, body: bytes, *, admit: Admit) -> Recorded:
+def revoke_itself(ledger: OpenedLog, key_id: str, body: bytes, *, admit: Admit) -> Recorded:
     """Append the key's own revocation: ``body`` is its DSSE envelope over the encoded
     ``key.revoked.v1`` event naming itself.
 
@@ -188,7 +189,7 @@ def reason_of(body: bytes) -> str:
     return bounded_text(reason, "the reason")
 
 
-def revoke_by_operator(ledger: Ledger, key_id: str, body: bytes) -> Recorded:
+def revoke_by_operator(ledger: OpenedLog, key_id: str, body: bytes) -> Recorded:
     """Append the index's revocation of ``key_id`` (``body``: ``{"reason"}``).
 
     Raises:
@@ -208,7 +209,7 @@ class _Grant(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 _GRANT = msgspec.json.Decoder(_Grant)
 
 
-def grant_role(ledger: Ledger, key_id: str, body: bytes) -> Recorded:
+def grant_role(ledger: OpenedLog, key_id: str, body: bytes) -> Recorded:
     """Append the index's grant of a role (``body``: ``{"role": "rerunner"}``) to the community
     key ``key_id``.
 
@@ -229,7 +230,7 @@ def grant_role(ledger: Ledger, key_id: str, body: bytes) -> Recorded:
     def still_community(session: Session) -> None:
         _community(ledger.projections.keyring(), key_id, ledger.store.refresh())
 
-    appended = ledger.append_pending([pending], check=still_community)[0]
+    appended = ledger.writer().append_pending([pending], check=still_community)[0]
     return Recorded(appended.payloadDigest, appended.seq)
 
 
@@ -238,11 +239,11 @@ def _community(keys: Mapping[str, KeyView], key_id: str, size: int) -> None:
         raise NotCommunity("only a community key is granted a role", keyId=key_id)
 
 
-def _append(ledger: Ledger, pending: Pending, key_id: str) -> Recorded:
+def _append(ledger: OpenedLog, pending: Pending, key_id: str) -> Recorded:
     """Append a revocation of ``key_id`` if the key is still valid inside the transaction."""
 
     def still_valid(session: Session) -> None:
         _managed(ledger.projections.keyring(), key_id, ledger.store.refresh())
 
-    appended = ledger.append_pending([pending], check=still_valid)[0]
+    appended = ledger.writer().append_pending([pending], check=still_valid)[0]
     return Recorded(appended.payloadDigest, appended.seq)

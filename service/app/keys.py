@@ -30,7 +30,7 @@ from events.types import EVENT_DECODER, EVENT_ENCODER, KeyRegistered
 from keys import KeyringError, Signature, VerificationError, VerifyingKey, pae
 from keys.notekeys import valid_key_name
 from projections.queries import keyring
-from service.core.ledger import Ledger
+from service.core.logs import OpenedLog
 from service.errors import ServiceError, UsageError
 from service.shared.challenges import Challenge, Challenges
 
@@ -209,7 +209,7 @@ def challenge_key(body: bytes) -> str:
         raise UsageError(f'the body must be {{"keyId": "<64 lowercase hex>"}}: {exc}') from None
 
 
-def issue_challenge(ledger: Ledger, key_id: str) -> Challenge:
+def issue_challenge(ledger: OpenedLog, key_id: str) -> Challenge:
     """A single-use registration challenge for ``key_id``, valid five minutes.
 
     Raises:
@@ -269,7 +269,7 @@ def _check_new(keys: Mapping[str, KeyView], event: KeyRegistered, size: int) -> 
             raise NameTaken(f"a valid key is already named {key.name!r}", name=event.name)
 
 
-def register_key(ledger: Ledger, body: bytes, *, admit: Admit) -> Registered:
+def register_key(ledger: OpenedLog, body: bytes, *, admit: Admit) -> Registered:
     """Register the community key that signed ``body`` (a DSSE envelope over a
     ``key.registered.v1`` event naming a challenge issued for it); ``admit`` hears of the key
     once its signature verified.
@@ -303,5 +303,5 @@ def register_key(ledger: Ledger, body: bytes, *, admit: Admit) -> Registered:
         """Checked again in the append's transaction: another may have taken the name."""
         _check_new(ledger.projections.keyring(), event, store.refresh())
 
-    appended = ledger.append_pending([pending], check=still_new)[0]
+    appended = ledger.writer().append_pending([pending], check=still_new)[0]
     return Registered(event.keyId, event.name, event.role, appended.seq)

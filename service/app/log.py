@@ -13,7 +13,7 @@ import msgspec
 
 from events.errors import ProofError
 from events.port import EntryHeader, LogReader, SignedCheckpoint
-from service.core.ledger import Ledger
+from service.core.logs import OpenedLog
 from service.errors import NotFound, UsageError
 
 __all__ = [
@@ -81,7 +81,7 @@ class Overview(NamedTuple):
     entries: list[EntryHeader]
 
 
-def latest_checkpoint(ledger: Ledger, *, log: LogReader | None = None) -> SignedCheckpoint:
+def latest_checkpoint(ledger: OpenedLog, *, log: LogReader | None = None) -> SignedCheckpoint:
     """The latest signed checkpoint, covering every committed entry: signed on the spot if the
     log has outgrown the latest one (another process appended, or none was signed yet). A
     mirror signs nothing: it answers the origin's note it took last, byte for byte (an import
@@ -108,17 +108,17 @@ def latest_checkpoint(ledger: Ledger, *, log: LogReader | None = None) -> Signed
         if latest is not None and latest.size == size:
             return latest
         # A commit between the two reads, or a log grown unsigned: decided under the lock.
-        return store.publish_checkpoint(ledger.signers.sign_checkpoint, ledger.clock())
+        return store.publish_checkpoint(ledger.writer().signers.sign_checkpoint, ledger.clock())
     with store.snapshot():  # under the store's lock: never another thread's open transaction
         size = store.refresh()
         latest = store.latest_checkpoint()
     if latest is None or latest.size != size:
-        latest = store.publish_checkpoint(ledger.signers.sign_checkpoint, ledger.clock())
+        latest = store.publish_checkpoint(ledger.writer().signers.sign_checkpoint, ledger.clock())
     return latest
 
 
 def checkpoint(
-    ledger: Ledger, as_of: int | None, *, log: LogReader | None = None
+    ledger: OpenedLog, as_of: int | None, *, log: LogReader | None = None
 ) -> SignedCheckpoint | None:
     """The signed checkpoint that answers ``as_of``: now, the latest (``latest_checkpoint``); for
     a past size, the latest signed at or below it, read from ``log`` (default: the ledger's
@@ -129,13 +129,13 @@ def checkpoint(
 
 
 def overview(
-    ledger: Ledger, log: LogReader, as_of: int | None, *, size: int, recent: int = 20
+    ledger: OpenedLog, log: LogReader, as_of: int | None, *, size: int, recent: int = 20
 ) -> Overview:
     """The log as of ``as_of`` (now: ``size`` entries, and the latest checkpoint, signed on the
     spot if the log has outgrown it), with its last ``recent`` entries."""
     found = checkpoint(ledger, as_of, log=log)
     at = size if as_of is None else as_of
-    return Overview(log.origin, at, found, ledger.signers.vkey, recent_entries(log, at, recent))
+    return Overview(log.origin, at, found, ledger.vkey, recent_entries(log, at, recent))
 
 
 def entries(

@@ -31,7 +31,8 @@ from service.app.keyadmin import (
     valid_signer,
 )
 from service.app.keys import Admit, check_signature, read_envelope
-from service.core.ledger import Ledger, pending_of
+from service.core.ledger import pending_of
+from service.core.logs import OpenedLog
 from service.errors import NotFound, ServiceError, UsageError
 
 __all__ = [
@@ -79,7 +80,7 @@ def _not_withdrawn(conn: Session, attestation_id: str) -> None:
 
 
 def withdraw_attestation(
-    ledger: Ledger, attestation_id: str, body: bytes, *, admit: Admit
+    ledger: OpenedLog, attestation_id: str, body: bytes, *, admit: Admit
 ) -> Recorded:
     """Append the attester's withdrawal of ``attestation_id``: ``body`` is its DSSE envelope
     over the encoded ``attestation.withdrawn.v1`` event naming that attestation.
@@ -118,7 +119,7 @@ def withdraw_attestation(
         valid_signer(ledger.projections.keyring(), keyid, store.refresh())
         _not_withdrawn(session, attestation_id)
 
-    appended = ledger.append_pending([pending], check=still_possible)[0]
+    appended = ledger.writer().append_pending([pending], check=still_possible)[0]
     return Recorded(appended.payloadDigest, appended.seq)
 
 
@@ -127,7 +128,7 @@ def _not_hidden(conn: Session, attestation_id: str) -> None:
         raise AlreadyHidden("the attestation was hidden already", id=attestation_id)
 
 
-def hide_attestation(ledger: Ledger, attestation_id: str, body: bytes) -> Recorded:
+def hide_attestation(ledger: OpenedLog, attestation_id: str, body: bytes) -> Recorded:
     """Append the index's hiding of ``attestation_id`` (``body``: ``{"reason"}``): the log keeps
     it, lists leave it out, the dossier counts it.
 
@@ -139,7 +140,7 @@ def hide_attestation(ledger: Ledger, attestation_id: str, body: bytes) -> Record
     with ledger.store.snapshot() as conn:
         _not_hidden(conn, attestation_id)
     event = AttestationHidden(attestationId=attestation_id, reason=reason)
-    appended = ledger.append_pending(
+    appended = ledger.writer().append_pending(
         [pending_of(event, attestation_id)],
         check=lambda session: _not_hidden(session, attestation_id),
     )[0]
@@ -166,7 +167,7 @@ def _open(conn: Session, report_id: str) -> None:
         )
 
 
-def resolve_report(ledger: Ledger, report_id: str, body: bytes) -> Recorded:
+def resolve_report(ledger: OpenedLog, report_id: str, body: bytes) -> Recorded:
     """Append the index's resolution of ``report_id`` (``body``: ``{"resolution": "resolved" |
     "dismissed", "note"}``); a run none of whose reports is open is no longer under review.
 
@@ -185,7 +186,7 @@ def resolve_report(ledger: Ledger, report_id: str, body: bytes) -> Recorded:
     )
     with ledger.store.snapshot() as conn:
         _open(conn, report_id)
-    appended = ledger.append_pending(
+    appended = ledger.writer().append_pending(
         [pending_of(event, report_id)], check=lambda session: _open(session, report_id)
     )[0]
     return Recorded(appended.payloadDigest, appended.seq)

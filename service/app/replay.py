@@ -4,9 +4,10 @@ compare each table with the incrementally maintained one, row by row
 
 The rebuild goes into fresh scratch databases, never into the live tables: the comparison holds
 a read snapshot of the live ones (``LogStore.snapshot``), so the service goes on appending
-meanwhile. From ``service.core.ledger.PARALLEL_FROM`` entries on, the rebuild runs on every core
-(``projections.shards``). Only when a table differs does the rebuild replace the live
-projections, under the write lock, so that they are what the log says."""
+meanwhile. The rebuild runs on every core as ``service.core.rebuild`` decides (from
+``PARALLEL_FROM`` entries on). Only when a table differs does the rebuild replace the live
+projections, under the write lock, so that they are what the log says. A mirror replays as a
+ledger does: the projections are its own, the log its origin's."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import contextlib
 import msgspec
 
 from projections.compare import Difference, compare_tables
-from service.core.ledger import Ledger, scratch_folder
+from service.core.logs import OpenedLog
+from service.core.rebuild import scratch_folder
 
 __all__ = ["ReplayReport", "replay"]
 
@@ -34,7 +36,9 @@ class ReplayReport(msgspec.Struct):
         return not self.differences
 
 
-def replay(ledger: Ledger, *, parallel: bool | None = None, batch_size: int = 4000) -> ReplayReport:
+def replay(
+    ledger: OpenedLog, *, parallel: bool | None = None, batch_size: int = 4000
+) -> ReplayReport:
     """Rebuild the projections of ``ledger`` from its log into scratch databases and compare
     them with the incremental ones (as of one read snapshot). If any table differs, the rebuilt
     projections then replace the live ones: they are what the log says.

@@ -11,7 +11,8 @@ import msgspec
 from events.strictjson import check_strict_json
 from events.types import ReportFiled
 from projections import queries
-from service.core.ledger import Ledger, pending_of
+from service.core.ledger import pending_of
+from service.core.logs import OpenedLog
 from service.errors import UsageError
 
 __all__ = ["MAX_TEXT_BYTES", "REASONS", "Filed", "InvalidReport", "Reason", "file_report"]
@@ -48,7 +49,7 @@ class Filed(msgspec.Struct, frozen=True):
     index: int
 
 
-def file_report(ledger: Ledger, ref: str, body: bytes) -> tuple[Filed, bool]:
+def file_report(ledger: OpenedLog, ref: str, body: bytes) -> tuple[Filed, bool]:
     """File the report ``body`` (JSON ``{"reason", "text"}``) on the run ``ref`` names; return
     it and whether this call appended it (the same report again is the entry already held).
 
@@ -66,5 +67,5 @@ def file_report(ledger: Ledger, ref: str, body: bytes) -> tuple[Filed, bool]:
     with ledger.store.snapshot() as conn:
         digest = queries.resolve_run(conn, ref)
     event = ReportFiled(runDigest=digest, category=report.reason, text=report.text)
-    appended = ledger.append_pending([pending_of(event, digest)])[0]
+    appended = ledger.writer().append_pending([pending_of(event, digest)])[0]
     return Filed(appended.payloadDigest, appended.seq), appended.new

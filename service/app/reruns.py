@@ -44,7 +44,8 @@ from projections.views import RerunRequest, RunView, instant_of
 from service.app.attest import Posting, receipt
 from service.app.keyadmin import InvalidEvent, Recorded, bounded_text, signed_event, valid_signer
 from service.app.keys import KeyMismatch, SignedBody, check_signature, read_envelope
-from service.core.ledger import Ledger, pending_of
+from service.core.ledger import pending_of
+from service.core.logs import OpenedLog
 from service.errors import NotFound, ServiceError, UsageError
 from service.harness.environment import matches
 
@@ -237,7 +238,7 @@ class _Reason(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     reason: str
 
 
-def request_rerun(ledger: Ledger, ref: str, body: bytes) -> tuple[Recorded, bool]:
+def request_rerun(ledger: OpenedLog, ref: str, body: bytes) -> tuple[Recorded, bool]:
     """Record the index's request to rerun the run ``ref`` names (``body``: ``{"reason"}``);
     return it and whether this call appended it (the same request in the same millisecond is
     the entry already held).
@@ -265,7 +266,7 @@ def request_rerun(ledger: Ledger, ref: str, body: bytes) -> tuple[Recorded, bool
     event = RerunRequested(
         runDigest=digest, reason=reason, requestedAt=format_instant(ledger.clock())
     )
-    appended = ledger.append_pending([pending_of(event, digest)])[0]
+    appended = ledger.writer().append_pending([pending_of(event, digest)])[0]
     return Recorded(appended.payloadDigest, appended.seq), appended.new
 
 
@@ -275,12 +276,12 @@ def _rerunner(keys: Mapping[str, KeyView], key_id: str, size: int) -> None:
         raise NotRerunner(f"a {keys[key_id].role} key may not run reruns", keyId=key_id)
 
 
-def _instant(ledger: Ledger) -> str:
+def _instant(ledger: OpenedLog) -> str:
     return format_instant(ledger.clock())
 
 
 def claim_rerun(
-    ledger: Ledger, request_id: str, body: bytes, reads: SqlLog
+    ledger: OpenedLog, request_id: str, body: bytes, reads: SqlLog
 ) -> tuple[Recorded, bool]:
     """Append the worker's claim (``body``: its DSSE envelope over ``rerun.claimed.v2``); return
     it and whether this call appended it (the same claim again is the entry already held).
@@ -321,7 +322,7 @@ def claim_rerun(
     pending = Pending(
         type="rerun.claimed.v2", subject=view.runDigest, payload=signed.payload, envelope=signed.raw
     )
-    appended = ledger.append_pending([pending], check=still_claimable)[0]
+    appended = ledger.writer().append_pending([pending], check=still_claimable)[0]
     return Recorded(appended.payloadDigest, appended.seq), appended.new
 
 
@@ -362,7 +363,7 @@ def _result(signed: SignedBody) -> RerunCompletedV2:
     return event
 
 
-def complete_rerun(ledger: Ledger, request_id: str, body: bytes, reads: SqlLog) -> Posting:
+def complete_rerun(ledger: OpenedLog, request_id: str, body: bytes, reads: SqlLog) -> Posting:
     """Append the worker's result (``body``: its DSSE envelope over the in-toto statement) and
     answer where it landed, with a checkpoint and the inclusion proof.
 
@@ -409,7 +410,7 @@ def complete_rerun(ledger: Ledger, request_id: str, body: bytes, reads: SqlLog) 
         payload_type=INTOTO_PAYLOAD_TYPE,
         envelope=signed.raw,
     )
-    appended = ledger.append_pending([pending], check=still_answerable)[0]
+    appended = ledger.writer().append_pending([pending], check=still_answerable)[0]
     return receipt(ledger, reads, appended.payloadDigest, appended.seq, appended.new)
 
 

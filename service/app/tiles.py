@@ -28,7 +28,7 @@ from events.errors import LogError
 from events.port import LogReader
 from events.tiles import TILE_HEIGHT, Tile, TileError, bundle_of, parse_path, tile_of
 from service.app.log import latest_checkpoint
-from service.core.ledger import Ledger
+from service.core.logs import OpenedLog
 from service.errors import NotFound, ServiceError, UsageError
 
 __all__ = [
@@ -78,7 +78,7 @@ def _etag(body: bytes) -> str:
     return '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
 
 
-def checkpoint_note(ledger: Ledger, *, log: LogReader | None = None) -> bytes:
+def checkpoint_note(ledger: OpenedLog, *, log: LogReader | None = None) -> bytes:
     """The latest signed checkpoint note, the bytes ``GET /v1/log/checkpoint`` answers (signed
     on the spot if the log has outgrown the latest one; read through ``log`` if given, see
     ``latest_checkpoint``)."""

@@ -80,9 +80,9 @@ def _cite(args: argparse.Namespace) -> int:
             )
         sys.stdout.buffer.write(response.content)
         return 0
-    from service.core.ledger import Ledger
+    from service.core.ledger import open_log
 
-    with Ledger.open(args.data) as ledger:
+    with open_log(args.data) as ledger:
         store = ledger.store
         body, _ = citation(ledger, store.session, store, args.run, args.format, base=args.base)
     sys.stdout.buffer.write(body)
@@ -96,9 +96,9 @@ def _check(args: argparse.Namespace) -> int:
         with Client(args.server) as client:
             body = client.get("/v1/citations/check?" + urlencode(params)).body
     else:
-        from service.core.ledger import Ledger
+        from service.core.ledger import open_log
 
-        with Ledger.open(args.data) as ledger:
+        with open_log(args.data) as ledger:
             store = ledger.store
             checked = check_citation(store.session, store, args.run, args.digest, args.accessed)
             body = msgspec.to_builtins(checked)

@@ -9,7 +9,7 @@ from pathlib import Path
 from service.app.ingest import ingest
 from service.commands.base import Sub, local_path
 from service.console.progress import Progress
-from service.core.ledger import Ledger
+from service.core.ledger import open_log
 from service.ingest.api import SOURCES
 
 
@@ -44,7 +44,7 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     with (
-        Ledger.open(args.data) as ledger,
+        open_log(args.data) as ledger,
         Progress(f"ingest {args.source}: entries written") as bar,
     ):
         bar.note(f"reading and checking {', '.join(map(str, args.paths))}…")

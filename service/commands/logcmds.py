@@ -22,7 +22,9 @@ from service.app import log
 from service.app.verify import verify
 from service.commands.base import Sub, position
 from service.core.config import DataDir
-from service.core.ledger import Ledger, init_data_dir
+from service.core.init import init_data_dir
+from service.core.ledger import open_log
+from service.core.logs import OpenedLog
 from service.errors import UsageError
 
 _ENC = msgspec.json.Encoder()
@@ -77,8 +79,8 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=_consistency)
 
 
-def _with_ledger(args: argparse.Namespace, fn: Callable[[Ledger], int]) -> int:
-    with Ledger.open(args.data) as ledger:
+def _with_ledger(args: argparse.Namespace, fn: Callable[[OpenedLog], int]) -> int:
+    with open_log(args.data) as ledger:
         return fn(ledger)
 
 
@@ -170,7 +172,7 @@ def _shorter_than_committed(root: Path, entries: int, committed: int | None) -> 
 
 
 def _key(args: argparse.Namespace) -> int:
-    return _with_ledger(args, lambda ledger: _print(ledger.signers.vkey))
+    return _with_ledger(args, lambda ledger: _print(ledger.vkey))
 
 
 def _print(text: str) -> int:
@@ -179,7 +181,7 @@ def _print(text: str) -> int:
 
 
 def _checkpoint(args: argparse.Namespace) -> int:
-    def run(ledger: Ledger) -> int:
+    def run(ledger: OpenedLog) -> int:
         sys.stdout.buffer.write(log.latest_checkpoint(ledger).note)
         return 0
 
@@ -190,7 +192,7 @@ def _entries(args: argparse.Namespace) -> int:
     if args.end is not None and args.end < args.start:
         raise UsageError(f"--end {args.end} is before --start {args.start}")
 
-    def run(ledger: Ledger) -> int:
+    def run(ledger: OpenedLog) -> int:
         out = sys.stdout.buffer
         for item in log.entries(ledger.store, args.start, args.end):
             out.write(_ENC.encode(item) + b"\n")
@@ -200,7 +202,7 @@ def _entries(args: argparse.Namespace) -> int:
 
 
 def _inclusion(args: argparse.Namespace) -> int:
-    def run(ledger: Ledger) -> int:
+    def run(ledger: OpenedLog) -> int:
         size = log.latest_checkpoint(ledger).size if args.size is None else args.size
         return _write(log.inclusion(ledger.store, args.index, size))
 

@@ -13,7 +13,8 @@ import sys
 
 import msgspec
 
-from service.app.mirror import ImportRefused, export, import_log
+from service.app.mirror import ImportRefused, import_log
+from service.app.segment import export
 from service.commands.base import Sub, add_log_key, local_path, position, read_log_key
 from service.console.progress import Progress
 from verifier.tiles import SourceInvalid

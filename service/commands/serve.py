@@ -96,7 +96,7 @@ def _address(text: str) -> str:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from service.core.ledger import Ledger
+    from service.core.ledger import open_log
     from service.web.app import create_app
 
     if args.demo:
@@ -123,7 +123,7 @@ def _serve(args: argparse.Namespace) -> int:
         # the log's writes serialise across them in the database.
         from service.web.app import SETTINGS_VARIABLE
 
-        Ledger.open(args.data).close()  # a missing or unusable data directory fails here, once
+        open_log(args.data).close()  # a missing or unusable data directory fails here, once
         os.environ[SETTINGS_VARIABLE] = msgspec.json.encode(settings, enc_hook=str).decode()
         sys.stderr.write(
             f"benchproof: serving {args.data} on http://{args.host}:{args.port}"

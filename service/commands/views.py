@@ -12,7 +12,8 @@ import msgspec
 from service.app import groups, history, runs
 from service.app.replay import replay
 from service.commands.base import Sub
-from service.core.ledger import Ledger
+from service.core.ledger import open_log
+from service.core.logs import OpenedLog
 from service.readmodel.asof import resolve_as_of
 from service.readmodel.dossier import Dossier, short_id
 from service.web.present import quantity  # pure formatting (no litestar): as the pages show it
@@ -92,8 +93,8 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=_replay)
 
 
-def _ledger(args: argparse.Namespace, fn: Callable[[Ledger, int | None], int]) -> int:
-    with Ledger.open(args.data) as ledger:
+def _ledger(args: argparse.Namespace, fn: Callable[[OpenedLog, int | None], int]) -> int:
+    with open_log(args.data) as ledger:
         at = resolve_as_of(ledger.store, getattr(args, "as_of", None))
         return fn(ledger, at)
 
@@ -142,7 +143,7 @@ def _show(args: argparse.Namespace) -> int:
             print(_dossier_text(_decoded(body, Dossier, args.server)))
         return 0
 
-    def run(ledger: Ledger, at: int | None) -> int:
+    def run(ledger: OpenedLog, at: int | None) -> int:
         store = ledger.store
         dossier = runs.show_run(store.session, store, args.run, at, size=store.size)
         if args.json:
@@ -203,7 +204,7 @@ def _rank_text(d: Dossier) -> str:
 
 
 def _run_history(args: argparse.Namespace) -> int:
-    def run(ledger: Ledger, at: int | None) -> int:
+    def run(ledger: OpenedLog, at: int | None) -> int:
         store = ledger.store
         found = history.run_history(store.session, store, args.run, at, size=store.size)
         if args.json:
@@ -222,7 +223,7 @@ def _run_history(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    def run(ledger: Ledger, at: int | None) -> int:
+    def run(ledger: OpenedLog, at: int | None) -> int:
         out = sys.stdout.buffer
         listed = runs.list_runs(
             ledger.store.session,
@@ -273,7 +274,7 @@ def _group(args: argparse.Namespace) -> int:
             _print_group(page.group, [(r.rank, r.run) for r in page.runs])
         return 0
 
-    def run(ledger: Ledger, at: int | None) -> int:
+    def run(ledger: OpenedLog, at: int | None) -> int:
         key = groups.resolve_group(ledger.store.session, args.key, at)
         summary, members = groups.standing(ledger.store.session, key, at)
         if args.json:
@@ -312,7 +313,7 @@ def _print_group(summary: Any, members: Any) -> None:
 
 
 def _history(args: argparse.Namespace) -> int:
-    def run(ledger: Ledger, at: int | None) -> int:
+    def run(ledger: OpenedLog, at: int | None) -> int:
         conn = ledger.store.session
         key = groups.resolve_group(conn, args.key, at) if args.key else None
         for change in groups.leader_history(conn, key, at):
@@ -329,7 +330,7 @@ def _history(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    with Ledger.open(args.data) as ledger:
+    with open_log(args.data) as ledger:
         report = replay(ledger)
     if args.json:
         answer = {

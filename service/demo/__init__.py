@@ -7,10 +7,11 @@ import sys
 from pathlib import Path
 
 from projections.queries import has_runs
-from service.core.ledger import init_data_dir
+from service.app.ingest import commit_plan
+from service.core.init import init_data_dir
 from service.demo.cpu import SOURCE, load_cpu_run
 from service.ingest.api import plan_import
-from service.ingest.core import Plan, commit
+from service.ingest.core import Plan
 
 __all__ = ["prepare_demo"]
 
@@ -49,6 +50,6 @@ def prepare_demo(root: Path) -> None:
             steps.append(("kernelindex-catalog", [catalog]))
         for source, paths in steps:
             plan = _without_excluded(plan_import(source, paths, skip_invalid=True))
-            result = commit(ledger, plan)
+            result = commit_plan(ledger, plan)
             sys.stderr.write(f"benchproof: demo {source}: {result.summary()}\n")
         sys.stderr.write(f"benchproof: demo {SOURCE}: {load_cpu_run(ledger)}\n")

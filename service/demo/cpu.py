@@ -26,12 +26,13 @@ from events.documents import Checked
 from events.entries import format_instant
 from events.types import Origin, PolicyChanged, SourceRegistered
 from projections.tolerance import DEFAULT_POLICY, POLICY_NAME, Tolerance, TolerancePolicy
+from service.app.ingest import commit_plan
 from service.core.ledger import Ledger
 from service.harness import cpu
 from service.harness.contract import CONTRACT
 from service.harness.environment import detect
 from service.harness.run import run_harness
-from service.ingest.core import Plan, RunItem, commit
+from service.ingest.core import Plan, RunItem
 
 __all__ = ["COLS", "ROWS", "SAMPLES", "SOURCE", "load_cpu_run", "referenced"]
 
@@ -217,7 +218,7 @@ def load_cpu_run(ledger: Ledger) -> str:
         importerVersion="1",
         externalId=external_id,
     )
-    commit(
+    commit_plan(
         ledger, Plan(runs=[RunItem(run=run, given=given, origin=origin)], sources=[_REGISTRATION])
     )
     margin = max(0.25, round(4 * spread, 2))

@@ -1,20 +1,20 @@
-"""The importers of every source behind one API: read and check (``plan_import``), then commit
-(``commit_plan``). The ingest use case that the CLI, the HTTP API and Python callers use
-(``service.app.ingest``) is built on them."""
+"""The importers of every source behind one API: read and check (``plan_import``), giving a
+``Plan``; ``service.ingest.resolve`` resolves a plan against what the log holds. The ingest use
+case that the CLI, the HTTP API and Python callers use (``service.app.ingest``) is built on
+them, and appends what they resolve: importers never touch the ledger."""
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
 from events.bulk import paused_gc
-from service.core.ledger import Ledger
 from service.errors import InvalidInput, UsageError
-from service.ingest.core import IngestResult, Plan, commit
+from service.ingest.core import Plan
 
-__all__ = ["SOURCES", "commit_plan", "importer", "plan_import"]
+__all__ = ["SOURCES", "importer", "plan_import"]
 
 SOURCES: dict[str, str] = {
     "manifest": "service.ingest.manifests",
@@ -55,15 +55,3 @@ def plan_import(source: str, paths: Sequence[Path], *, skip_invalid: bool = Fals
             report=report,
         )
     return plan
-
-
-def commit_plan(
-    ledger: Ledger,
-    plan: Plan,
-    *,
-    progress: Callable[[int], None] | None = None,
-    expect: Callable[[int], None] | None = None,
-) -> IngestResult:
-    """Commit a checked plan in one transaction (``expect`` and ``progress`` as ``commit``)."""
-    with paused_gc():
-        return commit(ledger, plan, progress=progress, expect=expect)

@@ -20,7 +20,8 @@ from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
 
 from service.core.config import DataDir, Settings
-from service.core.ledger import Clock, Ledger, utcnow
+from service.core.ledger import open_log
+from service.core.logs import Clock, OpenedLog, utcnow
 from service.shared.limits import RateLimiter
 from service.web import openapi, problems
 from service.web.api import API_HANDLERS
@@ -156,7 +157,7 @@ class BenchproofApp(Litestar):
 
 
 def create_app(
-    settings: Settings, *, ledger: Ledger | None = None, clock: Clock | None = None
+    settings: Settings, *, ledger: OpenedLog | None = None, clock: Clock | None = None
 ) -> Litestar:
     """The litestar app over the data directory of ``settings`` (initialised beforehand). The
     operator's routes check tokens against ``state.tokens`` (``service.web.guards``); the public
@@ -164,7 +165,7 @@ def create_app(
     (the ``gate`` dependency)."""
     configure_logging()
     own = ledger is None
-    ledger = ledger if ledger is not None else Ledger.open(settings.data, clock=clock or utcnow)
+    ledger = ledger if ledger is not None else open_log(settings.data, clock=clock or utcnow)
     reader = Reader(ledger.data.store)
     limiter = RateLimiter(
         ledger.data.limits,
@@ -204,7 +205,7 @@ def create_app(
         on_shutdown=[on_shutdown],
         signature_namespace={
             "Reader": Reader,
-            "Ledger": Ledger,
+            "OpenedLog": OpenedLog,
             "Settings": Settings,
             "Gate": Gate,
             "Services": Services,

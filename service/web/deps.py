@@ -7,14 +7,14 @@ from typing import Any, NamedTuple
 from litestar import Request
 from litestar.di import NamedDependency
 
-from service.core.ledger import Ledger
+from service.core.logs import OpenedLog
 from service.web.limiting import Gate
 from service.web.reads import Reader
 
 __all__ = ["LedgerDep", "ReaderDep", "Services", "ServicesDep"]
 
 ReaderDep = NamedDependency[Reader]
-LedgerDep = NamedDependency[Ledger]
+LedgerDep = NamedDependency[OpenedLog]
 
 
 class Services(NamedTuple):
@@ -23,7 +23,7 @@ class Services(NamedTuple):
     of their own on every request, which costs more than the rest of the route's framework
     work."""
 
-    ledger: Ledger
+    ledger: OpenedLog
     reader: Reader
     gate: Gate
     public_url: str = ""  # the address permalinks name ("": the one the request came to)

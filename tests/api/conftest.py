@@ -11,7 +11,8 @@ from litestar.testing import TestClient
 
 from service.app.ingest import ingest
 from service.core.config import Settings
-from service.core.ledger import Ledger, init_data_dir
+from service.core.init import init_data_dir
+from service.core.ledger import Ledger
 from service.web.app import create_app
 from service.web.auth import TokenStore
 from tests.builders import bundle, ingest_event

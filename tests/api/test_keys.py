@@ -24,7 +24,8 @@ from keys import SigningKey, encode_envelope, sign_envelope
 from projections.queries import keyring
 from service.app.replay import replay
 from service.core.config import Settings
-from service.core.ledger import Ledger, init_data_dir
+from service.core.init import init_data_dir
+from service.core.ledger import Ledger
 from service.shared.challenges import Challenges, ChallengeUsed
 from service.web.app import create_app
 from service.web.problems import BASE

@@ -20,9 +20,11 @@ from litestar.testing import TestClient
 from keys import NoteVerifier, parse_vkey
 from service.app.answers import verify_saved
 from service.app.ingest import ingest
-from service.app.mirror import export, import_log
+from service.app.mirror import import_log
+from service.app.segment import export
 from service.core.config import Settings
-from service.core.ledger import Ledger, init_data_dir
+from service.core.init import init_data_dir
+from service.core.ledger import Ledger, open_log
 from service.errors import UsageError
 from service.web.app import BenchproofApp, create_app
 from tests.api.conftest import Data
@@ -225,7 +227,7 @@ def test_a_mirror_answers_unsigned_and_replays_the_origins_answers(tmp_path: Pat
     key = parse_vkey(origin.vkey)
     answers: dict[str, Any] = {}
     for name, root in (("origin", origin.root), ("mirror", mirror)):
-        ledger = Ledger.open(root)
+        ledger = open_log(root)
         try:
             with TestClient(app=create_app(Settings(data=root), ledger=ledger)) as test_client:
                 answers[name] = test_client.get(path)

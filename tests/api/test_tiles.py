@@ -24,7 +24,8 @@ from events.tiles import Tile, tile_of
 from events.types import ReportFiled
 from service.app.tiles import Tiles
 from service.core.config import Settings
-from service.core.ledger import Ledger, init_data_dir
+from service.core.init import init_data_dir
+from service.core.ledger import Ledger
 from service.web.api.tiles import accepts_gzip
 from service.web.app import create_app
 

@@ -19,7 +19,7 @@ from events.stores.sqlite import SqliteLog
 from keys import SigningKey, encode_envelope, sign_envelope
 from service.app.ingest import ingest
 from service.commands.attest import statement
-from service.core.ledger import init_data_dir
+from service.core.init import init_data_dir
 from tests.bench.common import line
 from tests.bench.http import run_wrk
 from tests.bench.log import raw_rates

@@ -18,7 +18,7 @@ from events.types import ReportFiled
 from keys.notekeys import parse_vkey
 from service.app.audit import audit
 from service.app.ingest import ingest
-from service.core.ledger import init_data_dir
+from service.core.init import init_data_dir
 from tests.bench.common import line
 from tests.bench.log import raw_rates
 from tests.corpora import CATALOG, corpus

@@ -13,7 +13,7 @@ from pathlib import Path
 from keys.notekeys import parse_vkey
 from service.app.cite import citation_receipt
 from service.app.ingest import ingest
-from service.core.ledger import init_data_dir
+from service.core.init import init_data_dir
 from tests.bench.common import line
 from tests.bench.log import raw_rates
 from tests.corpora import shared_file

@@ -24,7 +24,7 @@ from pathlib import Path
 import httpx
 
 from service.app.ingest import ingest
-from service.core.ledger import init_data_dir
+from service.core.init import init_data_dir
 from tests.bench.common import line
 from tests.corpora import CATALOG, corpus, shared_file
 from tests.servers import served

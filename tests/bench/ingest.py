@@ -9,8 +9,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from service.core.ledger import init_data_dir
-from service.ingest.api import commit_plan, plan_import
+from service.app.ingest import commit_plan
+from service.core.init import init_data_dir
+from service.ingest.api import plan_import
 from tests.bench.common import line
 from tests.bench.log import raw_rates
 from tests.corpora import CATALOG, corpus

@@ -16,7 +16,7 @@ import msgspec
 
 from events.types import ReportFiled
 from keys import SigningKey
-from service.core.ledger import init_data_dir
+from service.core.init import init_data_dir
 from tests.bench.common import line
 from verifier.log import verify_log
 

@@ -81,7 +81,8 @@ def replay_bench() -> None:
     same rebuild in one process, and the whole ``replay`` (rebuild, then compare every table
     with the live one)."""
     from service.app.replay import replay
-    from service.core.ledger import init_data_dir, pending_of
+    from service.core.init import init_data_dir
+    from service.core.ledger import pending_of
 
     with tempfile.TemporaryDirectory() as tmp:
         ledger, _ = init_data_dir(Path(tmp) / "d")

@@ -33,11 +33,13 @@ import psycopg
 
 from events.stores import open_reader
 from keys import SigningKey
+from service.app.ingest import commit_plan
 from service.app.runs import show_run
 from service.app.verify import verify
 from service.core.config import DataDir
-from service.core.ledger import Ledger, init_data_dir
-from service.ingest.api import commit_plan, plan_import
+from service.core.init import init_data_dir
+from service.core.ledger import Ledger
+from service.ingest.api import plan_import
 from service.readmodel.asof import resolve_as_of
 from service.readmodel.dossier import short_id
 from tests.bench.attest import CLIENTS, DURATION, _bodies, _post_all

@@ -19,7 +19,8 @@ import pytest
 from events.tiles import decode_bundle, encode_bundle
 from events.types import RerunRequested
 from keys import SigningKey
-from service.core.ledger import Ledger, init_data_dir
+from service.core.init import init_data_dir
+from service.core.ledger import Ledger
 from tests.builders import bundle, ingest_event, key_registration, rerun_claim, rerun_v2
 from tests.cli.conftest import Runner
 from tests.corpora import corpus

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from events.types import ReportFiled, RunRetracted
-from service.core.ledger import init_data_dir
+from service.core.init import init_data_dir
 from tests.builders import bundle, ingest_event
 from tests.cli.conftest import Runner
 

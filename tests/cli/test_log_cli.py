@@ -127,7 +127,7 @@ def test_invalid_examples_are_refused_whole(bp: Runner, tmp_path: Path) -> None:
 
 
 def test_groups_history_lines_carry_every_field(bp: Runner, tmp_path: Path) -> None:
-    from service.core.ledger import init_data_dir
+    from service.core.init import init_data_dir
     from tests.builders import bundle, ingest_event
 
     d = tmp_path / "d"

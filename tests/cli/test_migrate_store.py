@@ -17,7 +17,8 @@ from events.port import SignedCheckpoint
 from events.stores import open_reader, open_store
 from events.types import RerunRequested
 from keys import SigningKey
-from service.core.ledger import Ledger, init_data_dir
+from service.core.init import init_data_dir
+from service.core.ledger import Ledger
 from tests.builders import (
     attestation,
     bundle,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from service.core.ledger import init_data_dir
+from service.core.init import init_data_dir
 from tests.builders import bundle, ingest_event
 from tests.cli.conftest import Runner
 

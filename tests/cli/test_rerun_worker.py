@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from service.core.ledger import init_data_dir
+from service.core.init import init_data_dir
 from service.demo.cpu import load_cpu_run
 from tests.servers import run_cli, served
 

@@ -19,7 +19,7 @@ from keys import NoteSigner, SigningKey, load_private_key
 from service.app.ingest import ingest
 from service.app.runs import show_run
 from service.core.config import DataDir
-from service.core.ledger import init_data_dir
+from service.core.init import init_data_dir
 from tests.builders import bundle, ingest_event
 from tests.corpora import shared_file
 from tests.servers import run_cli, served

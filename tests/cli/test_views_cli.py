@@ -20,7 +20,7 @@ GROUPS = 17  # more groups than hex digits: two keys share their first digit
 def data(tmp_path_factory: pytest.TempPathFactory, bp: Runner) -> Path:
     """The seed run (its manifests unresolved: no comparison key), and two ranked runs in each
     of ``GROUPS`` synthetic groups (1,093,964 ns leads 2,000,000 ns)."""
-    from service.core.ledger import init_data_dir
+    from service.core.init import init_data_dir
     from tests.builders import bundle, ingest_event
 
     d = tmp_path_factory.mktemp("views") / "data"

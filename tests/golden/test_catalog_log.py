@@ -20,7 +20,8 @@ from events.port import stored_entries
 from events.types import RunIngested, SourceRegistered
 from projections import queries
 from service.app.ingest import ingest
-from service.core.ledger import Ledger, init_data_dir
+from service.core.init import init_data_dir
+from service.core.ledger import Ledger
 from tests.corpora import CATALOG, corpus, shared_file
 from verifier.log import verify_log
 

@@ -15,7 +15,8 @@ from events import InvalidManifest
 from projections.queries import list_runs, resolve_run, run_view
 from projections.views import RunView
 from service.app.ingest import ingest
-from service.core.ledger import Ledger, init_data_dir
+from service.core.init import init_data_dir
+from service.core.ledger import Ledger
 from service.errors import InvalidInput, UsageError
 from service.ingest import kernelbench
 from service.ingest.core import IngestResult

@@ -14,7 +14,8 @@ from events import InvalidManifest, identify
 from events.documents import KernelIdentity
 from projections.queries import list_runs, run_view
 from service.app.ingest import ingest
-from service.core.ledger import Ledger, init_data_dir
+from service.core.init import init_data_dir
+from service.core.ledger import Ledger
 from service.errors import InvalidInput
 from service.ingest import liger
 from service.ingest.core import IngestResult

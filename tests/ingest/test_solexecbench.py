@@ -17,7 +17,8 @@ from events import identify
 from events.documents import KernelIdentity
 from projections.queries import list_runs, rank_of, resolve_run, run_view
 from service.app.ingest import ingest
-from service.core.ledger import Ledger, init_data_dir
+from service.core.init import init_data_dir
+from service.core.ledger import Ledger
 from service.errors import InvalidInput, UsageError
 from service.ingest import solexecbench
 from tests.cli.conftest import Runner, bp  # noqa: F401

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from service.core.ledger import Ledger, init_data_dir
+from service.core.init import init_data_dir
+from service.core.ledger import Ledger
 
 
 class FakeClock:

@@ -12,7 +12,8 @@ from events.stores.sqlite import committed_path, read_committed
 from service import cli
 from service.app import verify as verify_app
 from service.commands import logcmds
-from service.core.ledger import Ledger, init_data_dir
+from service.core.init import init_data_dir
+from service.core.ledger import Ledger
 from tests.builders import bundle, ingest_event
 from verifier.log import VerifyReport
 

@@ -13,7 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from service.core.ledger import Ledger, init_data_dir
+from service.core.init import init_data_dir
+from service.core.ledger import Ledger
 from tests.integration.crash_child import BATCH
 from verifier.log import verify_log
 

@@ -1,5 +1,6 @@
 """Mirrors in process: an exported segment taken into a mirror holds the origin's leaves, notes,
-tiles and views; the mirror refuses every local write and every signature; an import takes
+tiles and views; the mirror is a read-only type (no appends, no signers) and every path that
+would write on it is refused; an import takes
 only what verifies (and nothing at all otherwise), only the new entries after the origin grew,
 and a segment only onto the entries before it."""
 
@@ -16,10 +17,13 @@ from litestar.testing import TestClient
 from events.stores.sqlite import SqliteLog
 from keys import NoteSigner, SigningKey, encode_envelope, sign_envelope
 from keys.notekeys import parse_vkey
-from service.app.mirror import Imported, ImportRefused, export, import_log
+from service.app.mirror import Imported, ImportRefused, import_log
 from service.app.replay import replay
+from service.app.segment import export
 from service.core.config import Settings
-from service.core.ledger import Ledger, init_data_dir, read_mirror
+from service.core.init import init_data_dir
+from service.core.ledger import Ledger, open_log
+from service.core.mirror import Mirror, read_mirror
 from service.errors import MirrorReadOnly, UsageError
 from service.web.app import create_app
 from service.web.auth import TokenStore
@@ -52,7 +56,7 @@ def _import(root: Path, origin: Origin, folder: Path) -> Imported:
 
 
 def _client(root: Path) -> Iterator[TestClient]:  # type: ignore[type-arg]
-    ledger = Ledger.open(root)
+    ledger = open_log(root)
     try:
         with TestClient(app=create_app(Settings(data=root, public_url=PUBLIC), ledger=ledger)) as c:
             yield c
@@ -96,8 +100,8 @@ def test_the_mirror_holds_the_origins_leaves_notes_and_tiles(origin: Origin, mir
 def test_verify_and_replay_pass_on_the_mirror(mirror: Path) -> None:
     report = verify_log(mirror / "benchproof.db")
     assert report.ok, report.findings
-    with Ledger.open(mirror) as ledger:
-        assert replay(ledger).ok
+    with Mirror.open(mirror) as opened:
+        assert replay(opened).ok
 
 
 def test_the_mirror_serves_the_same_checkpoint_tiles_and_views(
@@ -123,16 +127,22 @@ def test_the_mirror_serves_the_same_checkpoint_tiles_and_views(
 # --- no local writes ------------------------------------------------------------------------
 
 
-def test_the_mirror_ledger_refuses_appends_and_init(mirror: Path, origin: Origin) -> None:
+def test_the_mirror_is_read_only_and_refuses_a_writer_and_init(
+    mirror: Path, origin: Origin
+) -> None:
     before = _size(mirror)
     parts = bundle(group=9, author=9, value=9)
-    with Ledger.open(mirror) as ledger:
-        assert ledger.mirror is not None and ledger.note_signer is None
-        assert ledger.signers.vkey == origin.vkey
-        with pytest.raises(MirrorReadOnly, match=r"mirror of mirror\.test/log"):
-            ledger.append([(ingest_event(parts), parts["run"].digest)])
-        with pytest.raises(MirrorReadOnly):
-            ledger.signers.sign_checkpoint("x\n1\nAAAA\n")
+    with open_log(mirror) as opened:
+        assert isinstance(opened, Mirror) and not isinstance(opened, Ledger)
+        assert opened.mirror is not None and opened.note_signer is None
+        assert opened.vkey == origin.vkey == opened.log_verifier.vkey
+        # Nothing on it appends or signs: a path that writes asks for the ledger, refused.
+        for absent in ("append", "append_pending", "append_pending_async", "signers", "group"):
+            assert not hasattr(opened, absent), absent
+        with pytest.raises(MirrorReadOnly, match=r"mirror of mirror\.test/log: it takes no"):
+            opened.writer().append([(ingest_event(parts), parts["run"].digest)])
+    with pytest.raises(MirrorReadOnly, match=r"mirror of mirror\.test/log: it takes no"):
+        Ledger.open(mirror)
     with pytest.raises(MirrorReadOnly, match="benchproof init"):
         init_data_dir(mirror)
     assert _size(mirror) == before
@@ -226,8 +236,8 @@ def test_an_update_takes_only_the_new_entries_and_a_segment_lands_on_its_start(
     assert (done.previousSize, done.size) == (grown - 30, done_export.treeSize)
     assert log_bytes(root) == log_bytes(source)
     assert verify_log(root / "benchproof.db").ok
-    with Ledger.open(root) as ledger:
-        assert replay(ledger).ok
+    with open_log(root) as opened:
+        assert replay(opened).ok
 
 
 def test_a_fork_is_refused_naming_both_trees(origin: Origin, tmp_path: Path) -> None:

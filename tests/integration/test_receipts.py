@@ -15,7 +15,8 @@ from events.types import RunSuperseded
 from keys.notekeys import parse_vkey
 from service.app.cite import citation_receipt
 from service.app.ingest import ingest
-from service.core.ledger import Ledger, init_data_dir
+from service.core.init import init_data_dir
+from service.core.ledger import Ledger
 from tests.builders import bundle, ingest_event
 from tests.corpora import CATALOG, corpus, shared_file
 from tests.servers import SCRIPT

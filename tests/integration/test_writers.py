@@ -19,7 +19,8 @@ from events.stores.sqlite import SqliteLog
 from events.stores.sqlite_schema import WriterLock
 from keys import SigningKey, encode_envelope, sign_envelope
 from service.commands.attest import statement
-from service.core.ledger import Ledger, init_data_dir
+from service.core.init import init_data_dir
+from service.core.ledger import Ledger
 from tests.builders import bundle, ingest_event, key_registration, signed_event
 from tests.servers import run_cli, served
 

@@ -12,7 +12,8 @@ from litestar.testing import TestClient
 
 from events.types import ReportFiled
 from service.core.config import Settings
-from service.core.ledger import init_data_dir, pending_of
+from service.core.init import init_data_dir
+from service.core.ledger import pending_of
 from service.web.app import create_app
 from tests.stores import pg_base
 

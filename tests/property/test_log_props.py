@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from events.types import ReportFiled
-from service.core.ledger import init_data_dir
+from service.core.init import init_data_dir
 from tests.independent import h, mth, root_from_path, roots_from_subproof
 
 RUN = "sha256:" + "12" * 32

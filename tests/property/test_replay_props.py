@@ -20,7 +20,8 @@ from projections import queries, schema
 from projections.compare import table_digest
 from projections.materialize import Materializer
 from service.app.replay import replay
-from service.core.ledger import Ledger, init_data_dir
+from service.core.init import init_data_dir
+from service.core.ledger import Ledger
 from tests.builders import attestation, bundle, ingest_event, key_registration, rerun, signed_event
 
 RERUNNERS = [SigningKey.from_seed(bytes([i]) * 32) for i in (1, 2)]

@@ -37,7 +37,7 @@ def test_replay_and_import_run_with_it_and_give_it_back(tmp_path: object) -> Non
     from pathlib import Path
 
     from service.app.ingest import ingest
-    from service.core.ledger import init_data_dir
+    from service.core.init import init_data_dir
     from tests.corpora import shared_file
 
     ledger, _ = init_data_dir(Path(str(tmp_path)) / "d")

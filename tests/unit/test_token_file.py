@@ -52,7 +52,7 @@ def test_an_operator_route_on_a_damaged_token_file_is_503_and_appends_nothing(
     from litestar.testing import TestClient
 
     from service.core.config import Settings
-    from service.core.ledger import init_data_dir
+    from service.core.init import init_data_dir
     from service.web.app import create_app
 
     ledger, _ = init_data_dir(tmp_path / "data")

@@ -46,7 +46,7 @@ async def log_checkpoint(
 async def log_key(request: Request[Any, Any, Any], ledger: LedgerDep) -> Response[bytes]:
     """The log's verifier key: C2SP vkey ``<origin>+<keyhash>+<base64>`` (fixed for the life of
     the log)."""
-    body = ledger.signers.vkey.encode() + b"\n"
+    body = ledger.vkey.encode() + b"\n"
     return respond(request, body, etag_of(body), pinned=True, media_type=TEXT)
 
 

@@ -14,7 +14,7 @@ from litestar.params import FromPath, RawBody
 
 from service.app import moderation, report
 from service.app.keyadmin import Recorded
-from service.core.ledger import Ledger
+from service.core.logs import OpenedLog
 from service.web.deps import LedgerDep, ReaderDep, Services
 from service.web.guards import operator_post
 from service.web.limiting import Quota
@@ -39,7 +39,7 @@ async def post_on_run(
     )
 
 
-def _file(quota: Quota, ledger: Ledger, ref: str, body: bytes) -> tuple[report.Filed, bool]:
+def _file(quota: Quota, ledger: OpenedLog, ref: str, body: bytes) -> tuple[report.Filed, bool]:
     """Count the report against the client address, then file it (in a worker thread)."""
     quota.anonymous()
     return report.file_report(ledger, ref, body)

@@ -11,7 +11,7 @@ from litestar.params import QueryParameter
 
 from events.port import LogReader, SignedCheckpoint
 from service.app import log
-from service.core.ledger import Ledger
+from service.core.logs import OpenedLog
 from service.errors import UsageError
 from service.web.caching import settled
 from service.web.deps import LedgerDep, ReaderDep
@@ -52,7 +52,7 @@ def _before(text: str | None, size: int) -> int:
     return int(text)
 
 
-def covering(ledger: Ledger, reader: LogReader, size: int) -> SignedCheckpoint | None:
+def covering(ledger: OpenedLog, reader: LogReader, size: int) -> SignedCheckpoint | None:
     """The first signed checkpoint of at least ``size`` entries: it commits to every entry a
     reader of ``size`` sees (its first ``size`` entries are checked against it with a consistency
     proof). If none is signed at or above ``size`` yet, the latest, signed on the spot when the
