@@ -98,7 +98,7 @@ _HIGHER_IS_BETTER_WORDS = (
 @functools.lru_cache(maxsize=4096)
 def direction_of(metric: str | None, unit: str | None) -> Direction:
     """Ranking direction from the metric: time-valued metrics rank lower-first, throughput-like
-    ones higher-first (DESIGN.md §1)."""
+    ones higher-first (docs/formats/digests.md)."""
     if unit in _HIGHER_IS_BETTER_UNITS:
         return "higher"
     name = (metric or "").lower()

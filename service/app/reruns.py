@@ -1,4 +1,4 @@
-"""Index-controlled reruns (DESIGN.md §7): an operator requests one, a rerunner's worker claims it
+"""Index-controlled reruns (docs/evidence.md): an operator requests one, a rerunner's worker claims it
 for a lease, runs the harness, and posts the measurement; the index judges it.
 
 - ``request_rerun``: the index records ``rerun.requested.v1`` on the run.
