@@ -7,9 +7,9 @@ role, attestations, withdrawals by the attester and by other keys, hidings, reru
 claims and results by rerunners and by other keys (some for another worker), any of them before
 or after the key's revocation. Each operation the application accepts appends one entry and
 each refusal appends nothing; then the whole log verifies (``verifier.log.verify_log``). Last
-comes one forged request, built to break a rule (signed by a key of the wrong
-role, by a revoked or unknown key, a withdrawal by a non-attester, a claim for another
-worker...): the application refuses it, and appended directly to the store (the ledger,
+comes one forged request, built to break a rule (signed by a key of the wrong role, by a
+revoked or unknown key, a withdrawal by a non-attester, a claim for another worker...): the
+application refuses it, and appended directly to the store (the ledger,
 bypassing the application's checks) it is the entry ``verify`` refuses, and the only one; and
 the folds read every entry, the forged one too, the same way on replay.
 
