@@ -8,7 +8,6 @@ model, serving configuration (and stack) and serving workload. Mind the naming t
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any
 
 from events import InvalidManifest
 from events.types import Origin, SourceRegistered
-from service.ingest._build import Checker, RowError, ident, load_json, manifest, number, slug
+from service.ingest._build import Checker, RowError, load_json, manifest, number, slug
 from service.ingest.core import Plan, Rejected, RunItem
 from service.ingest.files import SourceFile, walk
 from service.ingest.mlperf.specs import (
@@ -24,13 +23,12 @@ from service.ingest.mlperf.specs import (
     SCENARIOS,
     TARGET,
     base_model,
-    count,
     reference_model,
     serving_configuration,
     serving_stack,
     serving_workload,
+    system_topology,
     text,
-    topology,
 )
 
 __all__ = ["IMPORTER", "VERSION", "plan"]
@@ -207,7 +205,7 @@ def _run(row: dict[str, Any], external: str, f: SourceFile, check: Checker, labe
         )
     if division == "open":
         caveats.append("Division: open (the model or its processing may differ from the reference)")
-    topology, cpu_only = topology(row)
+    topology, cpu_only = system_topology(row)
     if cpu_only:
         caveats.append("No accelerator: the host processors are recorded as the accelerators")
     spec: dict[str, Any] = {

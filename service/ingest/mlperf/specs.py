@@ -20,8 +20,8 @@ __all__ = [
     "serving_configuration",
     "serving_stack",
     "serving_workload",
+    "system_topology",
     "text",
-    "topology",
 ]
 
 RULES = "https://github.com/mlcommons/inference_policies/blob/master/inference_rules.adoc"
@@ -183,7 +183,7 @@ def serving_configuration(row: dict[str, Any], stack: str, category: str) -> dic
     )
 
 
-def topology(row: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+def system_topology(row: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     nodes = count(row["Nodes"], "Nodes")
     accelerator = text(row, "Accelerator")
     cpu_only = not accelerator and row["a#"] in ("", None, 0, 0.0)
