@@ -20,15 +20,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from events import InvalidManifest
-from events.documents import Checked
 from events.types import Origin, SourceRegistered
 from service.ingest._build import (
     Checker,
     RowError,
-    dtype_name,
-    family,
-    gpu_hardware,
-    ident,
     instant,
     manifest,
     ms_to_ns,
@@ -38,13 +33,19 @@ from service.ingest._build import (
 )
 from service.ingest.core import Plan, Rejected, RunItem
 from service.ingest.files import SourceFile, walk
+from service.ingest.liger.given import (
+    METRICS,
+    REPOSITORY,
+    given_manifests,
+    read_config,
+    split_parameters,
+)
 
 __all__ = ["IMPORTER", "REVISIONS", "VERSION", "plan"]
 
 IMPORTER = "liger"
 VERSION = "1"
 SOURCE = "liger"
-REPOSITORY = "https://github.com/linkedin/Liger-Kernel"
 
 REGISTRATION = SourceRegistered(
     source=SOURCE,
@@ -100,11 +101,6 @@ COLUMNS = (
     "timestamp",
     "liger_version",
 )
-# metric_name -> (unit the CSV must say, our metric, our unit, protocol timer)
-_METRICS = {
-    "speed": ("ms", "latency", "ms", "triton_do_bench"),
-    "memory": ("MB", "memory", "mb", "cuda_max_memory_allocated"),
-}
 _KEY_COLUMNS = (
     "kernel_name",
     "kernel_provider",
@@ -116,7 +112,6 @@ _KEY_COLUMNS = (
 )
 _REFERENCED = ("implementation", "workload", "protocol", "environment")
 _QUANTILES = (("y_value_50", "median"), ("y_value_20", "p20"), ("y_value_80", "p80"))
-_INTEGER = re.compile(r"^-?[0-9]+\Z")
 _SNAPSHOT_SUFFIX = re.compile(r"\.at-[0-9a-f]+(?=\.csv\Z)")
 
 
@@ -166,56 +161,6 @@ def _read_file(f: SourceFile, out: Plan, check: Checker) -> None:
             out.rejected.append(Rejected(where, line, str(exc)))
 
 
-def _config(text: str) -> dict[str, Any]:
-    if not text.strip():
-        return {}
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        raise RowError(f"extra_benchmark_config_str is not JSON: {text!r}") from None
-    if not isinstance(value, dict):
-        raise RowError(f"extra_benchmark_config_str is not a JSON object: {text!r}")
-    return value
-
-
-def _parameters(
-    x_name: str, x_value: str, config: dict[str, Any]
-) -> tuple[dict[str, int], dict[str, float], dict[str, str]]:
-    """Split the swept value and the extra config into integer axes, numeric scalars and the
-    remaining settings (strings, booleans, null), which define the operation."""
-    axes: dict[str, int] = {}
-    scalars: dict[str, float] = {}
-    settings: dict[str, str] = {}
-    names: dict[str, str] = {}
-
-    def claim(key: str) -> str:
-        name = ident(key)
-        if names.setdefault(name, key) != key:
-            raise RowError(f"parameters {names[name]!r} and {key!r} share the identifier {name!r}")
-        return name
-
-    for key, value in config.items():
-        if key == x_name:
-            if value is None:
-                continue  # the swept dimension's placeholder: the x value supplies it
-            if str(value) != x_value:
-                raise RowError(
-                    f"extra config sets {key}={value!r} but the row sweeps {key}={x_value}"
-                )
-            continue
-        if isinstance(value, bool) or value is None or isinstance(value, str | list | dict):
-            settings[key] = value if isinstance(value, str) else json.dumps(value)
-        elif isinstance(value, int):
-            axes[claim(key)] = value
-        elif isinstance(value, float):
-            scalars[claim(key)] = value
-    if _INTEGER.match(x_value):
-        axes[claim(x_name)] = int(x_value)
-    else:
-        settings[x_name] = x_value
-    return axes, scalars, settings
-
-
 def _run(
     row: dict[str, str],
     f: SourceFile,
@@ -229,17 +174,19 @@ def _run(
         raise RowError(f"{', '.join(empty)} empty")
     kernel, provider, mode = (row[c] for c in _KEY_COLUMNS[:3])
     metric_name, gpu = row["metric_name"], row["gpu_name"]
-    if metric_name not in _METRICS:
+    if metric_name not in METRICS:
         raise RowError(f"unknown metric_name {metric_name!r} (expected speed or memory)")
-    csv_unit, metric, unit, _ = _METRICS[metric_name]
+    csv_unit, metric, unit, _ = METRICS[metric_name]
     if row["metric_unit"] != csv_unit:
         raise RowError(f"{metric_name} rows are in {csv_unit}, not {row['metric_unit']!r}")
     values = {stat: number(row[col], col) for col, stat in _QUANTILES}
     observed = instant(row["timestamp"], "timestamp")
-    config = _config(row["extra_benchmark_config_str"])
+    config = read_config(row["extra_benchmark_config_str"])
     x_name, x_value = row["x_name"], row["x_value"]
     config_text = json.dumps(config, sort_keys=True, separators=(",", ":"))
-    given = _given(row, _parameters(x_name, x_value, config), config, config_text, check, line)
+    given = given_manifests(
+        row, split_parameters(x_name, x_value, config), config, config_text, check, line
+    )
     measurements = [
         {"metric": metric, "statistic": stat, "unit": unit, "value": value}
         for stat, value in values.items()
@@ -286,122 +233,3 @@ def _run(
         path=f.path.name,
     )
     return RunItem(run=run, given=given, origin=origin, rowKey=row_key)
-
-
-def _given(
-    row: dict[str, str],
-    parameters: tuple[dict[str, int], dict[str, float], dict[str, str]],
-    config: dict[str, Any],
-    config_text: str,
-    check: Checker,
-    line: str,
-) -> dict[str, Checked]:
-    """The manifests a row's run references: everything but the provider is shared by the
-    providers that compete on that row's (kernel, mode, metric, x, config, GPU)."""
-    kernel, provider, mode = (row[c] for c in _KEY_COLUMNS[:3])
-    metric_name, gpu, version = row["metric_name"], row["gpu_name"], row["liger_version"]
-    x_name, x_value = row["x_name"], row["x_value"]
-    axes, scalars, settings = parameters
-    timer = _METRICS[metric_name][3]
-    described = ", ".join(f"{k}={v}" for k, v in sorted(settings.items()))
-    operation = check(
-        manifest(
-            "OperationSpec",
-            slug(
-                f"liger-{kernel}-{mode}-{short_hash(described)}"
-                if described
-                else f"liger-{kernel}-{mode}"
-            ),
-            {
-                "family": family(kernel),
-                "axes": {a: {"role": "variable", "type": "integer"} for a in sorted(axes)},
-                "inputs": [{"name": "inputs"}],
-                "outputs": [{"name": "outputs"}],
-                "semantics": {
-                    "mutation": "none",
-                    "determinism": "unspecified",
-                    "expression": (
-                        f"Liger-Kernel benchmark {kernel}, mode {mode}"
-                        + (f"; {described}" if described else "")
-                    )[:2000],
-                },
-            },
-            title=f"{kernel} ({mode})"[:200],
-        ),
-        f"{line}.operation",
-    )
-    workload_spec: dict[str, Any] = {
-        "operationSpecDigest": operation.digest,
-        "axes": axes,
-        "tensors": {},
-        "correctness": {"comparator": "unchecked"},
-    }
-    if scalars:
-        workload_spec["scalars"] = {k: {"dtype": "fp64", "value": v} for k, v in scalars.items()}
-    workload = check(
-        manifest(
-            "WorkloadCase",
-            slug(f"liger-{kernel}-{mode}-{x_name}-{x_value}-{short_hash(config_text + described)}"),
-            workload_spec,
-            title=f"{kernel} {mode} · {x_name}={x_value}"[:200],
-        ),
-        f"{line}.workload",
-    )
-    protocol = check(
-        manifest(
-            "BenchmarkProtocol",
-            f"liger-kernel-benchmark-{metric_name}",
-            {
-                "harness": {"name": "Liger-Kernel benchmark scripts", "repository": REPOSITORY},
-                "measurement": {"timer": timer, "primaryStatistic": "median"},
-                "comparability": {
-                    "family": f"liger_kernel_{metric_name}",
-                    "notes": "Quantiles (p20, median, p80) as committed to benchmark/data; "
-                    "comparable within one kernel, mode, x value, extra config and GPU.",
-                },
-            },
-            title=f"Liger-Kernel benchmark scripts ({metric_name})",
-        ),
-        f"{line}.protocol",
-    )
-    environment = check(
-        manifest(
-            "ExecutionEnvironment",
-            slug(f"liger-{gpu}"),
-            {"hardware": gpu_hardware(gpu), "software": {}},
-            title=f"{gpu} (Liger-Kernel benchmark machine; hardware only)"[:200],
-        ),
-        f"{line}.environment",
-    )
-    dtype = config.get("dtype")
-    dtypes = [dtype_name(dtype.removeprefix("torch."))] if isinstance(dtype, str) else []
-    implementation = check(
-        manifest(
-            "ImplementationRevision",
-            slug(f"liger-{provider}-{version}-{kernel}-{mode}-{short_hash(operation.digest)}"),
-            {
-                "projectRevision": {"repository": REPOSITORY, "version": version},
-                "operation": {"specDigest": operation.digest},
-                "callable": {"language": _language(provider), "symbol": provider},
-                "support": {"hardwareArchitectures": [], "dtypes": dtypes},
-                "licensing": {},
-            },
-            title=f"{provider} · {kernel} {mode} (Liger-Kernel {version})"[:200],
-        ),
-        f"{line}.implementation",
-    )
-    return {
-        "protocol": protocol,
-        "environment": environment,
-        "workload": workload,
-        "operation": operation,
-        "implementation": implementation,
-    }
-
-
-def _language(provider: str) -> str:
-    low = provider.lower()
-    for marker, language in (("cutedsl", "cute_dsl"), ("cutile", "cutile"), ("triton", "triton")):
-        if marker in low:
-            return language
-    return "triton" if low.startswith("liger") else "pytorch"
