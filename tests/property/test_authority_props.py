@@ -53,7 +53,8 @@ from projections import queries
 from projections.errors import ProjectionError
 from service.app import attest, keyadmin, keys, moderation, reruns
 from service.app.replay import replay
-from service.core.ledger import Ledger, init_data_dir
+from service.core.init import init_data_dir
+from service.core.ledger import Ledger
 from service.errors import ServiceError
 from tests.builders import bundle, ingest_event
 from verifier.log import verify_log

@@ -180,7 +180,7 @@ def _documented() -> list[tuple[str, str]]:
 @pytest.fixture(scope="module")
 def routes(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, str]]:
     from service.core.config import Settings
-    from service.core.ledger import init_data_dir
+    from service.core.init import init_data_dir
     from service.web.app import create_app
 
     data = tmp_path_factory.mktemp("docs") / "data"
