@@ -1,7 +1,7 @@
 """HTML pages rendered on the server (Jinja templates): readable with no JavaScript.
 
-``/`` search and sources, ``/runs/{ref}`` the run dossier (DESIGN.md §8) and its report form
-(``POST /runs/{ref}/reports``), ``/keys/{id}`` a signing key and what it attested,
+``/`` search and sources, ``/runs/{ref}`` the run dossier (DESIGN.md §8), its history
+(``/runs/{ref}/history``) and its report form (``POST /runs/{ref}/reports``), ``/keys/{id}`` a signing key and what it attested,
 ``/groups/{key}`` a leaderboard, ``/compare`` runs side by side, ``/log`` the log and how to
 audit it. Errors on these routes are HTML pages with the status the JSON API would give (404,
 300 with candidates...).
@@ -28,7 +28,7 @@ from service.web.pages.forms import report_form
 from service.web.pages.groups import group_page
 from service.web.pages.keys import key_page
 from service.web.pages.log import log_page
-from service.web.pages.runs import run_page
+from service.web.pages.runs import history_page, run_page
 from service.web.problems import http_problem, to_problem
 
 __all__ = ["PAGE_HANDLERS", "error_page"]
@@ -80,6 +80,7 @@ PAGE_HANDLERS = [
         route_handlers=[
             home_page,
             run_page,
+            history_page,
             report_form,
             key_page,
             group_page,
