@@ -53,7 +53,7 @@ _CITATION = OpenAPIResponse(
 async def run_show(
     request: Request[Any, Any, Any], reader: ReaderDep, ref: RunRef, as_of_text: AsOf = None
 ) -> Read:
-    """A run's dossier (DESIGN.md §8). ``ref``: short id, ``sha256:`` digest, ``kernelindex:<uuid>``
+    """A run's dossier (docs/runs.md). ``ref``: short id, ``sha256:`` digest, ``kernelindex:<uuid>``
     or ``<source>:<externalId>`` (external ids may hold ``/``, sent as ``%2F``: KernelBot's
     ``submission%2FN``). 404 if nothing matches, 300 with the candidates if an alias names
     several runs."""

@@ -1,4 +1,4 @@
-"""``/runs/{ref}``: the run dossier page (DESIGN.md §8), and ``/runs/{ref}/history``: every
+"""``/runs/{ref}``: the run dossier page (docs/runs.md), and ``/runs/{ref}/history``: every
 entry that touched the run; an ambiguous alias answers 300 with its candidates as links. The
 reference is one path segment, a ``/`` in it sent as ``%2F`` (``service.web.refs``)."""
 
