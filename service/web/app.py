@@ -33,7 +33,7 @@ from service.web.middleware import RequestLog, head_as_get
 from service.web.pages import PAGE_HANDLERS, error_page
 from service.web.reads import Reader
 from service.web.refs import Routes
-from service.web.responder import Answers, responder
+from service.web.responder import Answers, Responder
 from verifier.answers import AnswerSigner
 
 __all__ = ["SETTINGS_VARIABLE", "app_from_environment", "create_app"]
@@ -214,7 +214,7 @@ def create_app(
         template_config=TemplateConfig(directory=HERE / "templates", engine=JinjaTemplateEngine),
         openapi_config=_docs_without_inline_script(openapi.config()),
         on_shutdown=[on_shutdown],
-        response_class=responder(answers),
+        response_class=Responder,
         signature_namespace={
             "Reader": Reader,
             "Ledger": Ledger,

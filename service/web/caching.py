@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 from litestar import Response
-from litestar.types import HTTPResponseStartEvent, Receive, Scope, Send
+from litestar.types import ASGIApp, HTTPResponseStartEvent, Receive, Scope, Send
 
 __all__ = [
     "FOREVER",
@@ -32,6 +32,7 @@ __all__ = [
     "etag_matches",
     "etag_of",
     "if_none_match",
+    "sent",
 ]
 
 JSON = "application/json"
@@ -79,16 +80,20 @@ class Prepared(Response[bytes]):
         self._raw_headers = headers
 
     def to_asgi_response(self, app: Any, request: Any, **_: Any) -> Any:
-        status = self.status_code or 200
-        headers = self._raw_headers
-        if status != 304:
-            headers = [*headers, (b"content-length", str(len(self.content)).encode())]
-        start: HTTPResponseStartEvent = {
-            "type": "http.response.start",
-            "status": status,
-            "headers": headers,
-        }
-        return _Send(start, self.content if status != 304 else b"")
+        return sent(self.content, self._raw_headers, self.status_code or 200)
+
+
+def sent(body: bytes, headers: list[tuple[bytes, bytes]], status: int = 200) -> ASGIApp:
+    """The ASGI callable that sends ``status``, ``headers`` (given in full: names lower-case)
+    and ``body`` (none on a 304), with its ``Content-Length``."""
+    if status != 304:
+        headers = [*headers, (b"content-length", str(len(body)).encode())]
+    start: HTTPResponseStartEvent = {
+        "type": "http.response.start",
+        "status": status,
+        "headers": headers,
+    }
+    return _Send(start, body if status != 304 else b"")
 
 
 def if_none_match(raw: Any) -> str | None:

@@ -1,5 +1,5 @@
 """The one responder of reads: a handler returns a ``Read`` (``service.web.caching``), and the
-app's response class (``responder``) answers it, in one place:
+app's response class (``Responder``) answers it, in one place:
 
 - ``ETag`` and ``Cache-Control`` (a year and ``immutable`` when pinned, else ``no-cache``), and
   304 with no body when ``If-None-Match`` matches;
@@ -18,15 +18,16 @@ Anything else a handler returns is answered as litestar answers it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol, cast
 
 from litestar import Request, Response
+from litestar.types import ASGIApp
 
-from service.web.caching import FOREVER, JSON, Prepared, Read, etag_matches, if_none_match
+from service.web.caching import FOREVER, JSON, Read, etag_matches, if_none_match, sent
 from service.web.reads import Reader
 from verifier.answers import SIGNATURE_HEADER, TREE_SIZE_HEADER, AnswerSigner, normal_target
 
-__all__ = ["Answers", "responder"]
+__all__ = ["Answers", "Responder"]
 
 _SIZE = TREE_SIZE_HEADER.lower().encode()
 _SIGNATURE = SIGNATURE_HEADER.lower().encode()
@@ -42,7 +43,7 @@ class Answers:
         self.reader = reader
         self.signer = signer
 
-    def answer(self, request: Request[Any, Any, Any], read: Read) -> Prepared:
+    def answer(self, request: Request[Any, Any, Any], read: Read) -> ASGIApp:
         """The answer to ``request`` that ``read`` makes (see the module's docstring)."""
         media_type = read.media_type
         text = media_type.startswith("text/") and "charset=" not in media_type
@@ -53,10 +54,10 @@ class Answers:
             (b"content-type", content_type.encode()),
         ]
         if etag_matches(if_none_match(request.scope["headers"]), read.etag):
-            return Prepared(b"", headers[:2], status=304)
+            return sent(b"", headers[:2], status=304)
         if read.size is not None and media_type == JSON:
             headers += self._signed(request.scope, read, read.size)
-        return Prepared(read.body, headers)
+        return sent(read.body, headers)
 
     def _signed(self, scope: Any, read: Read, size: int) -> list[tuple[bytes, bytes]]:
         headers = [(_SIZE, str(size).encode())]
@@ -77,15 +78,18 @@ class Answers:
         return headers
 
 
-def responder(answers: Answers) -> type[Response[Any]]:
-    """The response class of an app whose reads ``answers`` answers."""
+class _Answering(Protocol):
+    answers: Answers
 
-    class Responder(Response[Any]):
-        """A read's ``Read`` as ``answers`` answers it; anything else as litestar does."""
 
-        def to_asgi_response(self, app: Any, request: Request[Any, Any, Any], **kw: Any) -> Any:
-            if isinstance(self.content, Read):
-                return answers.answer(request, self.content).to_asgi_response(app, request)
-            return super().to_asgi_response(app, request, **kw)
+class Responder(Response[Any]):
+    """The app's response class: a ``Read`` as the app's ``Answers`` answer it (the app is
+    ``service.web.app.BenchproofApp``, which holds them: litestar keeps a route's response class
+    on its handler, and the handlers are shared by every app a process makes); anything else as
+    litestar answers it."""
 
-    return Responder
+    def to_asgi_response(self, app: Any, request: Request[Any, Any, Any], **kw: Any) -> Any:
+        content = self.content
+        if isinstance(content, Read):
+            return cast("_Answering", request.app).answers.answer(request, content)
+        return super().to_asgi_response(app, request, **kw)

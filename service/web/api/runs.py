@@ -7,12 +7,13 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import msgspec
-from litestar import Request, Response, get
+from litestar import Request, Response, get, post
 from litestar.concurrency import sync_to_thread
 from litestar.openapi.spec import OpenAPIMediaType, OpenAPIResponse, OpenAPIType, Schema
-from litestar.params import QueryParameter
+from litestar.params import QueryParameter, RawBody
 
 from service.app import cite, history, runs
+from service.errors import NotFound
 from service.readmodel.dossier import Dossier
 from service.web.caching import Read
 from service.web.deps import ReaderDep, ServicesDep
@@ -272,4 +273,16 @@ async def compare(
     return asked_for.read(_ENC.encode(comparison))
 
 
-HANDLERS = [run_show, run_manifest, run_history, run_citation, runs_list, compare]
+@post("/v1/runs/{ref:str}", include_in_schema=False)
+async def run_post(ref: RunRef, body: RawBody) -> None:
+    """A run takes no post of its own: each post names its resource (404, as a post to any
+    other resource of a run). The body is read first, as on every post (a body over the limit
+    is a 413).
+
+    Raises:
+        NotFound: always.
+    """
+    raise NotFound("POST /v1/runs/{ref} takes …/attestations, …/reports or …/reruns")
+
+
+HANDLERS = [run_show, run_manifest, run_history, run_citation, run_post, runs_list, compare]

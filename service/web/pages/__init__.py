@@ -25,7 +25,7 @@ from service.errors import ServiceError
 from service.readmodel.dossier import short_id
 from service.web.logs import get_logger
 from service.web.pages.browse import compare_page, home_page
-from service.web.pages.forms import report_form
+from service.web.pages.forms import no_form, report_form
 from service.web.pages.groups import group_page
 from service.web.pages.keys import key_page
 from service.web.pages.log import log_page
@@ -83,6 +83,7 @@ PAGE_HANDLERS = [
             run_page,
             history_page,
             report_form,
+            no_form,
             key_page,
             group_page,
             compare_page,

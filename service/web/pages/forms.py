@@ -22,12 +22,13 @@ from litestar.params import FromPath, RawBody
 from litestar.response import Redirect
 
 from service.app import report
+from service.errors import NotFound
 from service.web.deps import LedgerDep, ReaderDep
 from service.web.limiting import GateDep
 from service.web.present import Urls
 from service.web.refs import ref_of
 
-__all__ = ["ReportForm", "report_form"]
+__all__ = ["ReportForm", "no_form", "report_form"]
 
 
 class ReportForm(msgspec.Struct, frozen=True):
@@ -91,3 +92,13 @@ def report_form(
     report.file_report(ledger, run, filed)
     reader.invalidate()
     return Redirect(Urls(None).run(run) + "#report", status_code=303)
+
+
+@post("/runs/{ref:str}", include_in_schema=False)
+async def no_form(ref: FromPath[str], body: RawBody) -> None:
+    """A post to a run page that is not its report form (404, the HTML error page).
+
+    Raises:
+        NotFound: always.
+    """
+    raise NotFound("a form posts to /runs/{ref}/reports")
