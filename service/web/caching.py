@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-import msgspec
 from litestar import Response
 from litestar.types import ASGIApp, HTTPResponseStartEvent, Receive, Scope, Send
 
@@ -38,19 +37,34 @@ __all__ = [
 JSON = "application/json"
 
 
-class Read(msgspec.Struct, frozen=True):
+class Read:
     """What a read handler answers: the encoded view (``body``) and its ``etag``; ``pinned``:
     it can never change (cached for good); ``size``: the tree size it reflects, which a JSON
     answer under ``/v1`` says and the log key signs (None: a page, or a document outside the
     log); ``exact``: that size is the one ``asOf`` named, so the body reflects exactly it (else
-    it is the size read as the read began, which the log may have outgrown meanwhile)."""
+    it is the size read as the read began, which the log may have outgrown meanwhile).
 
-    body: bytes
-    etag: str
-    pinned: bool = False
-    size: int | None = None
-    exact: bool = False
-    media_type: str = JSON
+    A plain class, not a struct: litestar would document a struct a handler returns as a schema
+    of the OpenAPI document, and a ``Read`` is no part of any answer's shape."""
+
+    __slots__ = ("body", "etag", "exact", "media_type", "pinned", "size")
+
+    def __init__(
+        self,
+        body: bytes,
+        etag: str,
+        *,
+        pinned: bool = False,
+        size: int | None = None,
+        exact: bool = False,
+        media_type: str = JSON,
+    ) -> None:
+        self.body = body
+        self.etag = etag
+        self.pinned = pinned
+        self.size = size
+        self.exact = exact
+        self.media_type = media_type
 
 
 def etag_of(body: bytes) -> str:

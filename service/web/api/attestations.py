@@ -59,6 +59,8 @@ _STATEMENT = envelope(
     "/v1/runs/{ref:str}/attestations",
     tags=["runs"],
     summary="Attest to the run",
+    description="Append the attester's signed statement about the run; the answer carries the"
+    " entry, its checkpoint and inclusion proof (200: the log held it already).",
     operation_id="V1RunsRefAttestations",
     responses={
         201: ResponseSpec(

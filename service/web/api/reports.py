@@ -38,6 +38,8 @@ _REPORT = object_of(
     "/v1/runs/{ref:str}/reports",
     tags=["runs"],
     summary="Report the run",
+    description="File an anonymous report on the run (the index signs it); the run is under"
+    " review until an operator resolves or dismisses it.",
     operation_id="V1RunsRefReports",
     responses={
         201: ResponseSpec(

@@ -47,6 +47,8 @@ _SIGNER = {
     "/v1/runs/{ref:str}/reruns",
     tags=["runs"],
     summary="Ask for a rerun",
+    description="An operator asks for an index-controlled rerun of the run (the index signs"
+    " `rerun.requested.v1`).",
     operation_id="V1RunsRefReruns",
     security=[{"operatorToken": []}],
     responses={

@@ -77,6 +77,7 @@ async def run_show(
     "/v1/runs/{ref:str}/manifest",
     tags=["runs"],
     summary="The run's manifest bundle",
+    description="The canonical manifest bundle {run, protocol, environment} as recorded.",
     operation_id="V1RunsRefManifest",
     responses=RUN_ERRORS,
     operation_class=documented(answers={"200": _MANIFEST}),
@@ -101,6 +102,10 @@ async def run_manifest(
     "/v1/runs/{ref:str}/history",
     tags=["runs"],
     summary="The run's history",
+    description="Every entry that touched the run, in log order: ingest, supersession or"
+    " retraction, attestations and their withdrawal or hiding, reports and resolutions, reruns,"
+    " evidence changes, rank and leader changes of its group; each with its position, recording"
+    " time, type, signer and a link to its inclusion proof at the size answered.",
     operation_id="V1RunsRefHistory",
     responses={**answer(history.RunHistory, "The run's history"), **RUN_ERRORS},
 )
@@ -129,6 +134,9 @@ async def run_history(
     "/v1/runs/{ref:str}/citation",
     tags=["runs"],
     summary="How to cite the run",
+    description="The citation in the asked `format`: `text`, `bibtex`, `biblatex`, `csl-json`"
+    " or `receipt` (the default: a file the log's key signs, checked offline by"
+    " `benchproof verify-citation`). Not cached: each names the instant it was asked.",
     operation_id="V1RunsRefCitation",
     responses=RUN_ERRORS,
     operation_class=documented(answers={"200": _CITATION}),
