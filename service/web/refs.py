@@ -77,5 +77,10 @@ class Routes:
         tail = ""
         if len(parts) > 1 and parts[-1] in self.resources[prefix].get(scope.get("method"), ()):
             tail = "/" + parts.pop()
-        routed = prefix + _escaped("/".join(parts)) + tail
+        # A reference never starts with "/": one sent so (an encoded "/" first) is read without
+        # it, as before.
+        ref = "/".join(parts).lstrip("/")
+        if not ref:
+            return scope
+        routed = prefix + _escaped(ref) + tail
         return scope if routed == path else {**scope, "path": routed}

@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec
 from litestar import Request, get
+from litestar.enums import MediaType
 from litestar.params import FromPath
 from litestar.response import Template
 
@@ -233,4 +234,8 @@ def _candidates_page(
         "candidates": rows,
         "as_of": at,
     }
-    return Template(template_name="error.html", context=context, status_code=300)
+    # Named: the route's own media type is JSON (litestar's, for a handler that may return a
+    # value), which a template would otherwise take.
+    return Template(
+        template_name="error.html", context=context, status_code=300, media_type=MediaType.HTML
+    )
