@@ -3,7 +3,7 @@
 A reference may hold ``/`` (KernelBot's ``gpumode-kernelbot:submission/7``); in a URL it is sent
 as ``%2F`` (``/v1/runs/gpumode-kernelbot:submission%2F7/history``), so that every resource of a
 run is a route of its own with the reference as one segment (``/v1/runs/{ref}``,
-``/v1/runs/{ref}/history``, ``/runs/{ref}``…): ``Routes.paths`` lists them.
+``/v1/runs/{ref}/history``, ``/runs/{ref}``…): ``Routes`` reads them from the app's route table.
 
 ASGI servers decode the path before the app routes it (uvicorn's ``scope["path"]`` is its
 ``raw_path`` unquoted), which would turn an encoded ``/`` back into a separator. So a request under
@@ -12,10 +12,13 @@ decoded, and in the reference ``%`` and ``/`` escaped again (``%25``, ``%2F``), 
 undoes. The reference a handler sees is exactly the one sent.
 
 Old links with a raw ``/`` in the reference (``/runs/gpumode-kernelbot:submission/7``, as earlier
-versions linked and people saved them) keep working and get the same answer as before (status,
-headers, body; a signed answer is signed over the target as sent): when what follows the prefix is
-not a reference and one resource name, the reference is all of it but a last segment that names a
-resource of the request's method, as before. Permalinks (``/runs/sha256:<hex>``) hold no ``/``.
+versions of clients sent them and people saved them) keep working and get the same answer as
+before (status, headers, body; a signed answer is signed over the target as sent): when more than
+one segment follows the prefix, the reference is all of them but a last one that names a resource
+of the request's method (``history`` for a ``GET``, ``reports`` for a ``POST``…), as before. This
+is the one place a path's last segment is read so, and only for links a reference spreads over
+several segments; an encoded ``/`` is always part of the reference. Permalinks
+(``/runs/sha256:<hex>``) hold no ``/``.
 """
 
 from __future__ import annotations
