@@ -68,6 +68,15 @@ class Routes:
             return scope
         prefix = PREFIXES[0] if path.startswith(PREFIXES[0]) else PREFIXES[1]
         raw = scope.get("raw_path")
+        if raw is not None and b"%" not in raw:
+            # Nothing was encoded (the path is the one sent): a reference alone, or followed by
+            # one resource name, is routed as it is (the common case, kept cheap).
+            ref, slash, last = path[len(prefix) :].partition("/")
+            if ref and (
+                not slash
+                or ("/" not in last and last in self.resources[prefix].get(scope.get("method"), ()))
+            ):
+                return scope
         sent = raw.partition(b"?")[0].decode("latin-1") if raw else ""
         if sent.startswith(prefix):
             # As sent: an encoded "/" stays inside its segment. Decoded as the server decodes.
