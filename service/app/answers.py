@@ -3,15 +3,17 @@
 (``verify_saved``: what ``benchproof verify-answer`` does): the log key's signature offline and,
 given a data directory holding the log, the answer recomputed there at the same tree size.
 
-Recomputing runs the same HTTP app in this process over that directory (nothing listens on a
-port) and asks it the saved target with ``asOf`` set to the saved tree size. A route that takes
-no ``asOf`` answers as of its log's current size: it can be checked only against a log of exactly
-the saved size (the local answer's own ``Benchproof-Tree-Size`` says which size it reflects).
+Recomputing is the edge's: the caller hands in a ``Replay``, the data directory and how to ask
+the same HTTP app over it the saved target with ``asOf`` set to the saved tree size
+(``pinned_target``; ``service.web.replay.recompute`` does it in this process, nothing listening
+on a port). A route that takes no ``asOf`` answers as of its log's current size: it can be
+checked only against a log of exactly the saved size (the local answer's own
+``Benchproof-Tree-Size`` says which size it reflects).
 """
 
 from __future__ import annotations
 
-import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, urlencode
@@ -33,9 +35,41 @@ from verifier.answers import (
     saved,
 )
 
-__all__ = ["Checked", "fetch_signed", "pinned_target", "recompute", "verify_saved"]
+__all__ = [
+    "Checked",
+    "Recompute",
+    "Recomputed",
+    "Replay",
+    "fetch_signed",
+    "pinned_target",
+    "verify_saved",
+]
 
 _ATTEMPTS = 3
+
+
+class Recomputed(NamedTuple):
+    """The answer a local log gives to a saved answer's target as of its tree size: the
+    ``status``, the ``body`` and the tree ``size`` it reflects (its own ``Benchproof-Tree-Size``;
+    the log's current size for a route that takes no ``asOf``)."""
+
+    status: int
+    body: bytes
+    size: int
+
+
+Recompute = Callable[[Path, SavedAnswer], Recomputed]
+"""How the edge recomputes a saved answer from the log in a data directory (asking its target
+as ``pinned_target`` names it). Raises ``UsageError`` when that log is smaller than the answer's
+tree size, ``NotInitialised`` when there is none."""
+
+
+class Replay(NamedTuple):
+    """Where and how ``verify_saved`` recomputes an answer: the data directory holding the log
+    (``data``) and the edge's ``recompute``."""
+
+    data: Path
+    recompute: Recompute
 
 
 def fetch_signed(server: str, path: str, *, attempts: int = _ATTEMPTS) -> SavedAnswer:
@@ -88,35 +122,37 @@ class Checked(NamedTuple):
         return said
 
 
-def verify_saved(answer: SavedAnswer, key: NoteVerifier, data: Path | None = None) -> Checked:
-    """Check ``answer``: its body digest and the log key's signature; with ``data`` (a data
-    directory holding the log at least up to the answer's tree size), also that the answer
-    recomputed there at that size is the same JSON value. A body that fails its signature is
+def verify_saved(answer: SavedAnswer, key: NoteVerifier, replay: Replay | None = None) -> Checked:
+    """Check ``answer``: its body digest and the log key's signature; with ``replay`` (a data
+    directory holding the log at least up to the answer's tree size, and how to recompute an
+    answer there), also that the answer recomputed there at that size is the same JSON value. A body that fails its signature is
     compared too, when it can be, so that the error names the first field that differs.
 
     Raises:
         AnswerInvalid: ``body``/``signature`` (see ``check_saved``), or ``difference``: the
             local log answers otherwise (naming the first field that differs).
-        UsageError: no log in ``data``, or one that cannot answer as of that size (too small,
-            or a route that answers only "now" over a log of another size).
+        UsageError: no log in the replay's data directory, or one that cannot answer as of
+            that size (too small, or a route that answers only "now" over a log of another size).
     """
-    if data is not None and not DataDir(data).exists():
-        raise UsageError(f"no log in {data}: --data names the log to recompute the answer from")
+    if replay is not None and not DataDir(replay.data).exists():
+        raise UsageError(
+            f"no log in {replay.data}: --data names the log to recompute the answer from"
+        )
     try:
         check_saved(answer, key)
     except AnswerInvalid as exc:
-        if data is None:
+        if replay is None:
             raise
         try:
-            differs = _difference(answer, data)
+            differs = _difference(answer, replay)
         except (UsageError, AnswerInvalid):
             raise exc from None
         if differs is None:
             raise
         raise AnswerInvalid(exc.check, f"{_reason(exc)}; {differs}") from None
-    if data is None:
+    if replay is None:
         return Checked(answer, replayed=False)
-    differs = _difference(answer, data)
+    differs = _difference(answer, replay)
     if differs is not None:
         raise AnswerInvalid("difference", differs)
     return Checked(answer, replayed=True)
@@ -126,15 +162,15 @@ def _reason(exc: AnswerInvalid) -> str:
     return exc.detail.removeprefix(exc.check + ": ")
 
 
-def _difference(answer: SavedAnswer, data: Path) -> str | None:
-    """How the answer the log in ``data`` gives at the saved tree size differs from the saved
+def _difference(answer: SavedAnswer, replay: Replay) -> str | None:
+    """How the answer the replay's log gives at the saved tree size differs from the saved
     one (the first differing field), or None when they are the same JSON value.
 
     Raises:
         UsageError: the local log cannot answer as of that size.
         AnswerInvalid: (``difference``) a body that is not JSON.
     """
-    status, body, size = recompute(data, answer)
+    status, body, size = replay.recompute(replay.data, answer)
     if size != answer.treeSize:
         raise UsageError(
             f"GET {answer.target} takes no asOf: the local log answers as of its {size} "
@@ -175,40 +211,3 @@ def pinned_target(target: str, size: int) -> str:
     path, _, query = target.partition("?")
     pairs = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != "asOf"]
     return path + "?" + urlencode([*pairs, ("asOf", str(size))])
-
-
-def recompute(data: Path, answer: SavedAnswer) -> tuple[int, bytes, int]:
-    """The answer the log in ``data`` gives to the saved answer's target as of its tree size:
-    the status, the body and the tree size the local answer reflects (its own
-    ``Benchproof-Tree-Size``; the log's current size for a route that takes no ``asOf``).
-
-    Raises:
-        NotInitialised: no log in ``data``.
-        UsageError: the local log is smaller than the answer's tree size.
-    """
-    from litestar.testing import TestClient
-
-    from service.core.config import Settings
-    from service.core.ledger import open_log
-    from service.web.app import create_app
-    from service.web.logs import configure_logging
-
-    # The app's request lines and its test client's would land in this command's output.
-    configure_logging(logging.WARNING)
-    logging.getLogger("httpx").setLevel(logging.WARNING)
-    with open_log(data) as ledger:
-        local = ledger.store.size
-        if local < answer.treeSize:
-            raise UsageError(
-                f"the log in {data} holds {local} entries, fewer than the answer's tree size "
-                f"{answer.treeSize}"
-            )
-        # Links in answers name the server they were asked at: the local app names the same.
-        app = create_app(Settings(data=data, public_url=answer.server), ledger=ledger)
-        with TestClient(
-            app=app, base_url="http://benchproof.invalid", raise_server_exceptions=False
-        ) as client:
-            response = client.get(pinned_target(answer.target, answer.treeSize))
-        size_text = response.headers.get(TREE_SIZE_HEADER, "")
-        size = int(size_text) if size_text.isdigit() else local
-        return response.status_code, response.content, size

@@ -44,8 +44,14 @@ def _verify(args: argparse.Namespace) -> int:
         answer = decode_saved(data)
     except AnswerInvalid as exc:
         raise UsageError(f"{args.file}: {exc.detail}") from None
+    replay = None
+    if args.replay is not None:
+        # Imported only here: the web app and its test client are for recomputing.
+        from service.web.replay import replay as replay_from
+
+        replay = replay_from(args.replay)
     try:
-        checked = verify_saved(answer, log_key, args.replay)
+        checked = verify_saved(answer, log_key, replay)
     except AnswerInvalid as exc:
         sys.stderr.write(f"benchproof: answer does not verify: {' '.join(exc.detail.split())}\n")
         return 1

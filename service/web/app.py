@@ -16,6 +16,7 @@ from litestar.exceptions import HTTPException
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import ScalarRenderPlugin
 from litestar.plugins.jinja import JinjaTemplateEngine
+from litestar.routes import HTTPRoute
 from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
 
@@ -26,13 +27,14 @@ from service.shared.limits import RateLimiter
 from service.web import openapi, problems
 from service.web.api import API_HANDLERS
 from service.web.auth import TokenStore
-from service.web.caching import ANSWERING
 from service.web.deps import Services
 from service.web.limiting import Gate
 from service.web.logs import configure_logging
-from service.web.middleware import Answers, RequestLog, head_as_get
+from service.web.middleware import RequestLog, head_as_get
 from service.web.pages import PAGE_HANDLERS, error_page
 from service.web.reads import Reader
+from service.web.refs import Routes
+from service.web.responder import Answers, Responder
 from verifier.answers import AnswerSigner
 
 __all__ = ["SETTINGS_VARIABLE", "app_from_environment", "create_app"]
@@ -133,27 +135,32 @@ def _docs_without_inline_script(config: OpenAPIConfig) -> OpenAPIConfig:
 
 
 class BenchproofApp(Litestar):
-    """The litestar app, answering ``HEAD`` on every ``GET`` route, signing the JSON answers
-    of its reads under ``/v1`` (``answers``; none when not set), and logging every request
-    (``RequestLog``, outside the router: its 404s and 405s are logged and carry the security
-    headers too)."""
+    """The litestar app, answering ``HEAD`` on every ``GET`` route, routing a run reference as
+    one path segment (``service.web.refs``: ``routes``, read from the route table), answering
+    its reads through one responder (``answers``: ``service.web.responder``), and logging every
+    request (``RequestLog``, outside the router: its 404s and 405s are logged and carry the
+    security headers too)."""
 
-    answers: Answers | None = None
+    answers: Answers
+    _run_paths: Routes | None = None
     _logged: RequestLog | None = None
 
+    @property
+    def run_paths(self) -> Routes:
+        """The resources of a run in the route table (made once, when first asked)."""
+        if self._run_paths is None:
+            http = [r for r in self.routes if isinstance(r, HTTPRoute)]
+            self._run_paths = Routes((route.path, route.methods) for route in http)
+        return self._run_paths
+
     async def _route(self, scope: Any, receive: Any, send: Any) -> None:
-        await super().__call__(scope, receive, send)
+        await super().__call__(self.run_paths.routed(scope), receive, send)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         scope, send = head_as_get(scope, send)
         if self._logged is None:
             self._logged = RequestLog(self._route)
-        token = self.answers.begin(scope) if self.answers is not None else None
-        try:
-            await self._logged(scope, receive, send)
-        finally:
-            if token is not None:
-                ANSWERING.reset(token)
+        await self._logged(scope, receive, send)
 
 
 def create_app(
@@ -182,6 +189,11 @@ def create_app(
         if own:
             ledger.close()
 
+    # The log key signs the JSON answers of reads (``verifier.answers``) as the log's origin; a
+    # mirror holds no key, and its answers say their tree size unsigned.
+    note_signer = ledger.note_signer
+    signer = None if note_signer is None else AnswerSigner(note_signer, ledger.store.origin)
+    answers = Answers(reader, signer)
     deps: dict[str, Any] = {
         "reader": Provide(lambda: reader, use_cache=True, sync_to_thread=False),
         "ledger": Provide(lambda: ledger, use_cache=True, sync_to_thread=False),
@@ -203,6 +215,7 @@ def create_app(
         template_config=TemplateConfig(directory=HERE / "templates", engine=JinjaTemplateEngine),
         openapi_config=_docs_without_inline_script(openapi.config()),
         on_shutdown=[on_shutdown],
+        response_class=Responder,
         signature_namespace={
             "Reader": Reader,
             "OpenedLog": OpenedLog,
@@ -211,13 +224,10 @@ def create_app(
             "Services": Services,
         },
     )
-    # The log key signs the JSON answers of reads (``verifier.answers``) as the log's origin; a
-    # mirror holds no key, and its answers say their tree size unsigned.
-    note_signer = ledger.note_signer
-    signer = None if note_signer is None else AnswerSigner(note_signer, ledger.store.origin)
-    app.answers = Answers(reader, signer)
+    app.answers = answers
+    app.run_paths  # noqa: B018 - read from the route table now, not on the first request
     # Built once here (litestar keeps it until a route is added, and none is after this).
-    openapi.document(app.openapi_schema)
+    app.openapi_schema  # noqa: B018 - the document from the routes, made now
     return app
 
 

@@ -12,6 +12,7 @@ from litestar import post
 from litestar.connection import ASGIConnection
 from litestar.handlers import BaseRouteHandler
 from litestar.openapi.datastructures import ResponseSpec
+from litestar.openapi.spec import Operation
 
 from service.web.auth import TokenStore
 from service.web.params import OPERATOR_TOKEN
@@ -38,10 +39,15 @@ def operator_only(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHa
 
 
 def operator_post(
-    path: str, responses: Mapping[int, ResponseSpec], *, status_code: int = 201
+    path: str,
+    responses: Mapping[int, ResponseSpec],
+    *,
+    status_code: int = 201,
+    operation_class: type[Operation] = Operation,
 ) -> post:
     """A POST route for operators only: the token guard, the ``operator`` tag, the OpenAPI
-    security scheme and its 401 answer, beside the route's own ``responses``."""
+    security scheme and its 401 answer, beside the route's own ``responses`` (and its
+    ``operation_class``: ``service.web.docs.documented``)."""
     return post(
         path,
         tags=["operator"],
@@ -50,4 +56,5 @@ def operator_post(
         status_code=status_code,
         security=[{"operatorToken": []}],
         responses={**responses, **OPERATOR_TOKEN},
+        operation_class=operation_class,
     )

@@ -1,33 +1,25 @@
 """One canonical log line per request, with a request id (taken from ``X-Request-ID`` or new),
 and the security headers on every answer (``SECURITY_HEADERS``); ``HEAD`` on every read,
-answered as the ``GET`` would be without its body (RFC 9110 §9.3.2); and the record of what
-each ``/v1`` read reflects, for its signed answer (``Answers``)."""
+answered as the ``GET`` would be without its body (RFC 9110 §9.3.2)."""
 
 from __future__ import annotations
 
 import itertools
 import secrets
 import time
-from contextvars import Token
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.web.caching import ANSWERING, Answering
 from service.web.logs import log_request
-from verifier.answers import AnswerSigner
-
-if TYPE_CHECKING:
-    from service.web.reads import Reader
 
 __all__ = [
     "CONTENT_SECURITY_POLICY",
     "DOCS_CONTENT_SECURITY_POLICY",
     "HEAD_MARK",
     "SECURITY_HEADERS",
-    "Answers",
     "RequestLog",
     "head_as_get",
 ]
@@ -154,23 +146,3 @@ def head_as_get(scope: Scope, send: Send) -> tuple[Scope, Send]:
         await send(message)
 
     return as_get, bodiless
-
-
-class Answers:
-    """Opens, for every ``GET`` (or ``HEAD``) under ``/v1/``, the record in which its handler
-    notes the tree size its answer reflects (``service.web.caching.Answering``), starting from
-    the reader's size as the request comes in; ``respond`` then signs JSON answers with
-    ``signer`` (None: a server without the log key, whose answers say their size unsigned)."""
-
-    __slots__ = ("reader", "signer")
-
-    def __init__(self, reader: Reader, signer: AnswerSigner | None) -> None:
-        self.reader = reader
-        self.signer = signer
-
-    def begin(self, scope: Any) -> Token[Answering | None] | None:
-        """Open the record for ``scope`` if it is a read under ``/v1/`` (None otherwise); the
-        caller resets ``ANSWERING`` with the token when the answer is sent."""
-        if scope["type"] != "http" or scope["method"] != "GET" or scope["path"][:4] != "/v1/":
-            return None
-        return ANSWERING.set(Answering(self.reader, self.signer, self.reader.size()))

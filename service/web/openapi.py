@@ -2,16 +2,13 @@
 
 The viewer is Scalar's API reference, its released script kept in ``static/openapi/`` with its
 version and license, so the docs work without internet; any other ``/schema/*`` path is the
-site's own 404. Two routes serve several resources each: ``GET /v1/runs/{ref}`` also answers
-…/manifest, …/history and …/citation, and ``POST /v1/runs/{ref}`` takes …/attestations,
-…/reports and …/reruns (a reference may hold ``/``, so it is a path parameter, which must end
-the route). ``document`` lists each of them as its own path, and the body that
-``POST /v1/ingest/{source}`` takes, which litestar cannot see in a raw body.
+site's own 404. The document is litestar's, made from the routes alone: each resource is a
+route of its own, and what a route's signature cannot show (a body read raw, an answer in
+several media types) the route names in its decorator (``service.web.docs``).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from litestar import Router
@@ -20,23 +17,9 @@ from litestar.exceptions import NotFoundException
 from litestar.handlers import BaseRouteHandler
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import ScalarRenderPlugin
-from litestar.openapi.spec import (
-    Components,
-    OpenAPI,
-    PathItem,
-    SecurityScheme,
-)
+from litestar.openapi.spec import Components, SecurityScheme
 
-from service.web.openapi_paths import (
-    RUN,
-    ingest_body,
-    raw_bodies,
-    run_params,
-    run_posts,
-    run_reads,
-)
-
-__all__ = ["ASSETS", "SCALAR_VERSION", "config", "document"]
+__all__ = ["ASSETS", "SCALAR_VERSION", "config"]
 
 SCALAR_VERSION = "1.76.0"
 """The version of ``@scalar/api-reference`` kept in ``static/openapi/`` (its README there says
@@ -98,30 +81,3 @@ def config() -> OpenAPIConfig:
             }
         ),
     )
-
-
-def document(schema: OpenAPI) -> None:
-    """Complete the generated ``schema`` in place: each resource of the two path-catching run
-    routes as its own path, and the request bodies of the routes that read theirs raw.
-
-    Raises:
-        RuntimeError: a route this describes is no longer in the document (a test catches it
-            before a server starts without it).
-    """
-    paths = schema.paths if schema.paths is not None else {}
-    run = paths.get(RUN)
-    ingest = paths.get("/v1/ingest/{source}")
-    if run is None or run.get is None or run.post is None or ingest is None or not ingest.post:
-        raise RuntimeError("the OpenAPI document lacks the run or ingest routes it completes")
-    get, post = run.get, run.post
-    for suffix, operation in run_reads(get).items():
-        paths.setdefault(f"{RUN}/{suffix}", PathItem(get=operation))
-    for suffix, operation in run_posts(post).items():
-        paths.setdefault(f"{RUN}/{suffix}", PathItem(post=operation))
-    # The bare reference is a dossier (no ``format``); it takes no POST (each post names its
-    # resource).
-    run.get = replace(get, parameters=run_params(get, citation=False))
-    run.post = None
-    ingest.post = ingest_body(ingest.post)
-    raw_bodies(paths)
-    schema.paths = paths

@@ -13,7 +13,7 @@ from events.port import Session
 from events.stores import open_reader
 from events.stores.sqlbase import SqlLog
 from projections import queries
-from service.web.caching import ANSWERING, etag_of
+from service.web.caching import etag_of
 
 __all__ = ["FRESH", "Reader"]
 
@@ -72,11 +72,7 @@ class Reader:
         if now - self._size_at > FRESH:
             self._size = queries.current_size(self.conn)
             self._size_at = now
-        size = self._size  # once: another thread may refresh it meanwhile
-        answering = ANSWERING.get()
-        if answering is not None:
-            answering.size = size  # the size a read of "now" is labelled with
-        return size
+        return self._size
 
     def unchanged(self, size: int) -> bool:
         """Whether the log still holds exactly ``size`` entries (read now, not the size cached

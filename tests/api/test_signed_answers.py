@@ -27,6 +27,7 @@ from service.core.init import init_data_dir
 from service.core.ledger import Ledger, open_log
 from service.errors import UsageError
 from service.web.app import BenchproofApp, create_app
+from service.web.replay import replay
 from tests.api.conftest import Data
 from tests.builders import bundle, ingest_event
 from tests.corpora import shared_file
@@ -245,14 +246,14 @@ def test_a_mirror_answers_unsigned_and_replays_the_origins_answers(tmp_path: Pat
         on_origin.content,
         on_origin.headers["benchproof-signature"],
     )
-    assert verify_saved(kept, key, mirror).replayed
+    assert verify_saved(kept, key, replay(mirror)).replayed
     lie = on_origin.content.replace(b'"passed"', b'"failed"')
     assert lie != on_origin.content
     forged = msgspec.structs.replace(
         kept, body=lie.decode(), bodySha256=hashlib.sha256(lie).hexdigest()
     )
     with pytest.raises(AnswerInvalid, match=r"signature: .*status = \"passed\""):
-        verify_saved(forged, key, mirror)
+        verify_saved(forged, key, replay(mirror))
 
 
 def test_a_route_without_as_of_is_recomputed_only_at_its_size(
@@ -270,9 +271,9 @@ def test_a_route_without_as_of_is_recomputed_only_at_its_size(
         response.content,
         response.headers["benchproof-signature"],
     )
-    assert verify_saved(kept, key, ledger.data.root).replayed
+    assert verify_saved(kept, key, replay(ledger.data.root)).replayed
     parts = bundle(group=1, author=2, value=20)
     ledger.append([(ingest_event(parts), parts["run"].digest)])
     with pytest.raises(UsageError, match="takes no asOf"):
-        verify_saved(kept, key, ledger.data.root)
+        verify_saved(kept, key, replay(ledger.data.root))
     assert not verify_saved(kept, key).replayed  # offline, the signature still holds

@@ -12,25 +12,32 @@ from typing import Annotated, Any
 
 import msgspec
 from litestar import Request, Response, get, post
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath, QueryParameter, RawBody
 
+from events.entries import INTOTO_PAYLOAD_TYPE
 from service.app import attest, moderation
 from service.app.keyadmin import Recorded
-from service.web.caching import etag_of, respond, settled
-from service.web.deps import LedgerDep, ReaderDep, Services
+from service.web.caching import Read, etag_of
+from service.web.deps import LedgerDep, ReaderDep, ServicesDep
+from service.web.docs import documented, envelope, event, json_body
 from service.web.guards import operator_post
 from service.web.limiting import GateDep
 from service.web.params import (
     BAD_REQUEST,
+    RUN_ERRORS,
     After,
     AsOf,
     Limit,
+    RunRef,
     answer,
-    as_of,
+    asked,
     checked,
+    document,
     one_of,
     problem,
 )
+from service.web.refs import ref_of
 
 __all__ = ["HANDLERS", "post_on_run"]
 
@@ -40,17 +47,48 @@ _KEY_ID = re.compile(r"[0-9a-f]{64}")
 SCHEMA_MEDIA = "application/schema+json"
 
 
+_STATEMENT = envelope(
+    INTOTO_PAYLOAD_TYPE,
+    "base64 of an in-toto Statement v1 about the run (predicate"
+    " `https://benchproof.dev/attestation/v1`, schema at `GET /schemas/attestation/v1`)",
+    "A DSSE envelope signed by the attester's registered key",
+)
+
+
+@post(
+    "/v1/runs/{ref:str}/attestations",
+    tags=["runs"],
+    summary="Attest to the run",
+    description="Append the attester's signed statement about the run; the answer carries the"
+    " entry, its checkpoint and inclusion proof (200: the log held it already).",
+    operation_id="V1RunsRefAttestations",
+    responses={
+        201: ResponseSpec(
+            attest.Posted,
+            description="Appended: the entry, its checkpoint and inclusion proof; 200 when the"
+            " log held the same statement already",
+            generate_examples=False,
+        ),
+        **RUN_ERRORS,
+        403: problem("Unknown or unfit key, or a signature that does not verify"),
+        422: problem("The statement is about no run, or another run"),
+        429: problem("Over a rate limit (Retry-After says when to try again)"),
+    },
+    operation_class=documented(body=json_body(_STATEMENT)),
+)
 async def post_on_run(
-    request: Request[Any, Any, Any], services: Services, ref: str, body: bytes
+    request: Request[Any, Any, Any], services: ServicesDep, ref: RunRef, body: RawBody
 ) -> Response[bytes]:
-    """``POST /v1/runs/{ref}/attestations``: 201 with where the attestation landed, its signed
-    checkpoint and inclusion proof; 200 with the same when the log held it already. Counted
-    against the attester's key and the client address once the signature verified. Checked on
-    the event loop's thread (no thread per request: a post is mostly one signature check and a
-    few index lookups), committed by the group commit's writer thread meanwhile."""
+    """Append the attester's signed statement about the run: the body is its DSSE envelope over
+    an in-toto Statement v1 about the run (predicate: ``GET /schemas/attestation/v1``). 201 with
+    where the attestation landed, its signed checkpoint and inclusion proof; 200 with the same
+    when the log held it already. Counted against the attester's key and the client address once
+    the signature verified."""
+    # Checked on the event loop's thread (no thread per request: a post is mostly one signature
+    # check and a few index lookups), committed by the group commit's writer thread meanwhile.
     ledger, reader, gate = services.ledger, services.reader, services.gate
     posting = await attest.post_attestation_async(
-        ledger, ref, body, admit=gate.quota(request).admit_async, reads=reader.log
+        ledger, ref_of(ref), body, admit=gate.quota(request).admit_async, reads=reader.log
     )
     reader.invalidate()
     return Response(
@@ -81,25 +119,24 @@ async def attestation_list(
     ] = None,
     after: After = None,
     limit: Limit = 100,
-) -> Response[bytes]:
+) -> Read:
     """Attestations (hidden ones left out), oldest first, a page at a time. A filter that is
     not of its parameter's shape (or kind not one of the kinds) is 400."""
     checked("subject", subject, _DIGEST, "a run digest, sha256:<64 lowercase hex digits>")
     one_of("kind", kind, attest.KINDS)
     checked("attester", attester, _KEY_ID, "a key id, 64 lowercase hex digits")
-    at = as_of(reader, as_of_text)
+    asked_for = asked(reader, as_of_text)
     page = attest.attestation_page(
         reader.conn,
-        at,
-        size=reader.size(),
+        asked_for.at,
+        size=asked_for.size,
         subject=subject,
         kind=kind,
         attester=attester,
         after=after,
         limit=limit,
     )
-    body = _ENC.encode(page)
-    return respond(request, body, etag_of(body), pinned=settled(reader, as_of_text, at))
+    return asked_for.read(_ENC.encode(page))
 
 
 @get(
@@ -116,21 +153,25 @@ async def attestation_show(
     reader: ReaderDep,
     attestation_id: FromPath[str],
     as_of_text: AsOf = None,
-) -> Response[bytes]:
+) -> Read:
     """One attestation by id (its entry's payload digest), with the attester's DSSE envelope as
     the log stores it."""
-    at = as_of(reader, as_of_text)
-    record = attest.show_attestation(reader.conn, reader.log, attestation_id, at)
-    body = _ENC.encode(record)
-    return respond(request, body, etag_of(body), pinned=settled(reader, as_of_text, at))
+    asked_for = asked(reader, as_of_text)
+    record = attest.show_attestation(reader.conn, reader.log, attestation_id, asked_for.at)
+    return asked_for.read(_ENC.encode(record))
 
 
-@get("/schemas/attestation/v1", tags=["attestations"], media_type=SCHEMA_MEDIA)
-async def predicate_schema(request: Request[Any, Any, Any]) -> Response[bytes]:
+@get(
+    "/schemas/attestation/v1",
+    tags=["attestations"],
+    media_type=SCHEMA_MEDIA,
+    responses={200: document(SCHEMA_MEDIA, "The predicate's JSON Schema")},
+)
+async def predicate_schema() -> Read:
     """The JSON Schema (2020-12) of the attestation predicate
     (``https://benchproof.dev/attestation/v1``)."""
     body = attest.predicate_schema()
-    return respond(request, body, etag_of(body), pinned=False, media_type=SCHEMA_MEDIA)
+    return Read(body, etag_of(body), media_type=SCHEMA_MEDIA)
 
 
 @post(
@@ -145,6 +186,9 @@ async def predicate_schema(request: Request[Any, Any, Any]) -> Response[bytes]:
         409: problem("Withdrawn already"),
         429: problem("Over a rate limit (Retry-After says when to try again)"),
     },
+    operation_class=documented(
+        body=json_body(event("attestation.withdrawn.v1", "the key that signed the attestation"))
+    ),
 )
 def withdrawal(
     request: Request[Any, Any, Any],
@@ -181,4 +225,4 @@ def hide(
     return recorded
 
 
-HANDLERS = [attestation_list, attestation_show, predicate_schema, withdrawal, hide]
+HANDLERS = [post_on_run, attestation_list, attestation_show, predicate_schema, withdrawal, hide]

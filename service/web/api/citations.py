@@ -9,16 +9,21 @@ from typing import Annotated, Any
 
 import msgspec
 from litestar import Request, Response, get, post
+from litestar.openapi.spec import OpenAPIType, Schema
 from litestar.params import QueryParameter, RawBody
 
 from service.app import cite
-from service.web.caching import etag_of, respond
+from service.web.caching import Read, etag_of
 from service.web.deps import ReaderDep, ServicesDep
+from service.web.docs import documented, json_body
 from service.web.params import BAD_REQUEST, answer, problem
 
 __all__ = ["HANDLERS"]
 
 _ENC = msgspec.json.Encoder()
+_RECEIPT = Schema(
+    type=OpenAPIType.OBJECT, description="A citation receipt, as `benchproof cite` saves it"
+)
 
 
 @get(
@@ -27,19 +32,19 @@ _ENC = msgspec.json.Encoder()
     responses={**answer(cite.CheckedCitation, "Whether the citation holds"), **BAD_REQUEST},
 )
 async def check(
-    request: Request[Any, Any, Any],
     reader: ReaderDep,
     run: Annotated[str, QueryParameter(description="the cited record: any run reference")],
     digest: Annotated[str, QueryParameter(description="the cited digest, sha256:<hex>")],
     accessed: Annotated[str, QueryParameter(description="the access date, YYYY-MM-DD")],
-) -> Response[bytes]:
+) -> Read:
     """``valid`` when the digest was a version of the record ``run`` names by the end of the
     access day (the reference resolves to it, to a correction of it, or is one of its
     aliases); the digest's ``run.ingested`` entry and its inclusion proof in the latest
     checkpoint either way, when the log holds it."""
     log = reader.log
+    size = reader.size()
     body = _ENC.encode(cite.check_citation(log.session, log, run, digest, accessed))
-    return respond(request, body, etag_of(body), pinned=False)
+    return Read(body, etag_of(body), size=size)
 
 
 @post(
@@ -51,6 +56,7 @@ async def check(
         **answer(cite.OnlineCheck, "The receipt holds; consistency since, and what changed"),
         422: problem("The receipt does not verify against this log (the check that failed)"),
     },
+    operation_class=documented(body=json_body(_RECEIPT)),
 )
 def verify(
     request: Request[Any, Any, Any], services: ServicesDep, body: RawBody

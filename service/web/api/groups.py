@@ -3,17 +3,15 @@ history."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
-from litestar import Request, Response, get
+from litestar import get
 from litestar.params import FromPath
 
 from projections.views import LeaderChange
 from service.app import groups
-from service.web.caching import etag_of, respond, settled
+from service.web.caching import Read
 from service.web.deps import ReaderDep
-from service.web.params import GROUP_ERRORS, AsOf, answer, as_of
+from service.web.params import GROUP_ERRORS, AsOf, answer, asked
 
 __all__ = ["HANDLERS"]
 
@@ -25,13 +23,11 @@ _ENC = msgspec.json.Encoder()
     tags=["groups"],
     responses={**answer(groups.GroupPage, "The group and its ranked runs"), **GROUP_ERRORS},
 )
-async def group_show(
-    request: Request[Any, Any, Any], reader: ReaderDep, key: FromPath[str], as_of_text: AsOf = None
-) -> Response[bytes]:
+async def group_show(reader: ReaderDep, key: FromPath[str], as_of_text: AsOf = None) -> Read:
     """A comparison group (or serving cohort) and its ranked runs, best first."""
-    at = as_of(reader, as_of_text)
-    body = _ENC.encode(groups.group_page(reader.conn, key, at, size=reader.size()))
-    return respond(request, body, etag_of(body), pinned=settled(reader, as_of_text, at))
+    asked_for = asked(reader, as_of_text)
+    page = groups.group_page(reader.conn, key, asked_for.at, size=asked_for.size)
+    return asked_for.read(_ENC.encode(page))
 
 
 @get(
@@ -39,13 +35,10 @@ async def group_show(
     tags=["groups"],
     responses={**answer(list[LeaderChange], "The leader changes, oldest first"), **GROUP_ERRORS},
 )
-async def group_history(
-    request: Request[Any, Any, Any], reader: ReaderDep, key: FromPath[str], as_of_text: AsOf = None
-) -> Response[bytes]:
+async def group_history(reader: ReaderDep, key: FromPath[str], as_of_text: AsOf = None) -> Read:
     """The group's leader changes (ranking-v1), oldest first."""
-    at = as_of(reader, as_of_text)
-    body = _ENC.encode(groups.group_history(reader.conn, key, at))
-    return respond(request, body, etag_of(body), pinned=settled(reader, as_of_text, at))
+    asked_for = asked(reader, as_of_text)
+    return asked_for.read(_ENC.encode(groups.group_history(reader.conn, key, asked_for.at)))
 
 
 HANDLERS = [group_show, group_history]

@@ -11,14 +11,16 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-from litestar import Request, Response, get, post
+from litestar import Request, get, post
+from litestar.openapi.spec import OpenAPIType, Schema
 from litestar.params import FromPath, RawBody
 
 from service.app import keyadmin, keylist, keys
 from service.shared.challenges import Challenge
 from service.web.auth import TokenStore
-from service.web.caching import etag_of, respond
+from service.web.caching import Read, etag_of
 from service.web.deps import LedgerDep, ReaderDep
+from service.web.docs import TEXT, documented, event, json_body
 from service.web.guards import bearer_token, operator_post
 from service.web.limiting import GateDep
 from service.web.params import BAD_REQUEST, OPERATOR_TOKEN, After, Limit, answer, problem
@@ -27,6 +29,22 @@ from service.web.problems import Unauthorized
 __all__ = ["HANDLERS"]
 
 _ENC = msgspec.json.Encoder()
+_CHALLENGE = Schema(
+    type=OpenAPIType.OBJECT,
+    required=["keyId"],
+    properties={"keyId": TEXT},
+    description="The key id (`ed25519:` and the SHA-256 of its public key) to register",
+)
+_REVOCATION = Schema(
+    one_of=[
+        event("key.revoked.v1", "the key it revokes"),
+        Schema(
+            type=OpenAPIType.OBJECT,
+            properties={"reason": TEXT},
+            description="An operator's revocation (with a bearer token)",
+        ),
+    ]
+)
 _LIMITED = {429: problem("Over a rate limit (Retry-After says when to try again)")}
 
 
@@ -36,6 +54,7 @@ _LIMITED = {429: problem("Over a rate limit (Retry-After says when to try again)
     sync_to_thread=True,
     status_code=201,
     responses={400: problem("Malformed request (keyId must be 64 lowercase hex)"), **_LIMITED},
+    operation_class=documented(body=json_body(_CHALLENGE)),
 )
 def challenge(
     request: Request[Any, Any, Any],
@@ -61,6 +80,9 @@ def challenge(
         410: problem("The challenge was used already, or expired"),
         **_LIMITED,
     },
+    operation_class=documented(
+        body=json_body(event("key.registered.v1", "the key it registers, naming its challenge"))
+    ),
 )
 def register(
     request: Request[Any, Any, Any],
@@ -82,15 +104,11 @@ def register(
     tags=["keys"],
     responses={**answer(keylist.KeyPage, "A page of keys"), **BAD_REQUEST},
 )
-async def key_list(
-    request: Request[Any, Any, Any],
-    reader: ReaderDep,
-    after: After = None,
-    limit: Limit = 100,
-) -> Response[bytes]:
+async def key_list(reader: ReaderDep, after: After = None, limit: Limit = 100) -> Read:
     """The keys the log registered, by registration position, a page at a time."""
+    size = reader.size()
     body = _ENC.encode(keylist.key_page(reader.conn, reader.log, after=after, limit=limit))
-    return respond(request, body, etag_of(body), pinned=False)
+    return Read(body, etag_of(body), size=size)
 
 
 @get(
@@ -98,14 +116,13 @@ async def key_list(
     tags=["keys"],
     responses={**answer(keylist.KeyRecord, "The key"), 404: problem("No key has this id")},
 )
-async def key_show(
-    request: Request[Any, Any, Any], reader: ReaderDep, key_id: FromPath[str]
-) -> Response[bytes]:
+async def key_show(reader: ReaderDep, key_id: FromPath[str]) -> Read:
     """One key: role, name (``nameSelfChosen`` when it registered itself), registered at,
     revoked or rotated at, how many entries it signed and attestations it posted, and where
     to list each."""
+    size = reader.size()
     body = _ENC.encode(keylist.show_key(reader.conn, reader.log, key_id))
-    return respond(request, body, etag_of(body), pinned=False)
+    return Read(body, etag_of(body), size=size)
 
 
 @get(
@@ -118,17 +135,14 @@ async def key_show(
     },
 )
 async def key_entries(
-    request: Request[Any, Any, Any],
-    reader: ReaderDep,
-    key_id: FromPath[str],
-    after: After = None,
-    limit: Limit = 100,
-) -> Response[bytes]:
+    reader: ReaderDep, key_id: FromPath[str], after: After = None, limit: Limit = 100
+) -> Read:
     """The entries the key signed (every kind: registrations, attestations, withdrawals,
     reruns; for the index key, the index's own events), oldest first, a page at a time."""
+    size = reader.size()
     page = keylist.signed_page(reader.conn, reader.log, key_id, after=after, limit=limit)
     body = _ENC.encode(page)
-    return respond(request, body, etag_of(body), pinned=False)
+    return Read(body, etag_of(body), size=size)
 
 
 @post(
@@ -145,6 +159,7 @@ async def key_entries(
         **OPERATOR_TOKEN,
         **_LIMITED,
     },
+    operation_class=documented(body=json_body(_REVOCATION)),
 )
 def revocation(
     request: Request[Any, Any, Any],

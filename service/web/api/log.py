@@ -5,17 +5,17 @@ checkpoint for a log that has outgrown its latest takes the ledger's writer."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import msgspec
-from litestar import Request, Response, get
+from litestar import get
 from litestar.params import QueryParameter
 
 from service.app import log
 from service.errors import NotFound
-from service.web.caching import etag_of, respond, settled
+from service.web.caching import Read, etag_of
 from service.web.deps import LedgerDep, ReaderDep
-from service.web.params import BAD_REQUEST, AsOf, answer, as_of, problem
+from service.web.params import BAD_REQUEST, AsOf, answer, asked, document, problem
 
 __all__ = ["HANDLERS"]
 
@@ -27,27 +27,33 @@ TEXT = "text/plain"
     "/v1/log/checkpoint",
     tags=["log"],
     media_type=TEXT,
-    responses={**BAD_REQUEST, 404: problem("No checkpoint at or below asOf")},
+    responses={
+        200: document(TEXT, "The signed checkpoint note (C2SP tlog-checkpoint)"),
+        **BAD_REQUEST,
+        404: problem("No checkpoint at or below asOf"),
+    },
 )
-async def log_checkpoint(
-    request: Request[Any, Any, Any], reader: ReaderDep, ledger: LedgerDep, as_of_text: AsOf = None
-) -> Response[bytes]:
+async def log_checkpoint(reader: ReaderDep, ledger: LedgerDep, as_of_text: AsOf = None) -> Read:
     """The latest signed checkpoint note (C2SP tlog-checkpoint), covering every committed entry;
     with ``asOf``, the latest one signed for a tree size at or below it (404 if none)."""
-    at = as_of(reader, as_of_text)
-    found = log.checkpoint(ledger, at, log=reader.log)
+    asked_for = asked(reader, as_of_text)
+    found = log.checkpoint(ledger, asked_for.at, log=reader.log)
     if found is None:
-        raise NotFound(f"no checkpoint was signed for a tree size at or below {at}")
-    pinned = settled(reader, as_of_text, at)
-    return respond(request, found.note, etag_of(found.note), pinned=pinned, media_type=TEXT)
+        raise NotFound(f"no checkpoint was signed for a tree size at or below {asked_for.at}")
+    return asked_for.read(found.note, media_type=TEXT)
 
 
-@get("/v1/log/key", tags=["log"], media_type=TEXT)
-async def log_key(request: Request[Any, Any, Any], ledger: LedgerDep) -> Response[bytes]:
+@get(
+    "/v1/log/key",
+    tags=["log"],
+    media_type=TEXT,
+    responses={200: document(TEXT, "The log's verifier key (C2SP vkey)")},
+)
+async def log_key(ledger: LedgerDep) -> Read:
     """The log's verifier key: C2SP vkey ``<origin>+<keyhash>+<base64>`` (fixed for the life of
     the log)."""
     body = ledger.vkey.encode() + b"\n"
-    return respond(request, body, etag_of(body), pinned=True, media_type=TEXT)
+    return Read(body, etag_of(body), pinned=True, media_type=TEXT)
 
 
 @get(
@@ -67,22 +73,20 @@ async def log_key(request: Request[Any, Any, Any], ledger: LedgerDep) -> Respons
     },
 )
 async def log_entries(
-    request: Request[Any, Any, Any],
     reader: ReaderDep,
     start: Annotated[int, QueryParameter(ge=0)] = 0,
     end: Annotated[int | None, QueryParameter(ge=0)] = None,
     as_of_text: AsOf = None,
-) -> Response[bytes]:
+) -> Read:
     """Entries ``start <= index < end`` of the log as of ``asOf`` (default: now): base64 of the
     exact leaf bytes. ``treeSize`` is the size they were read against; ``end`` defaults to it
     and stops there. A page holds at most 1,000 entries: when it stops short of ``end``,
     ``next`` is the link to the rest (absent otherwise). ``start`` after ``end``, or beyond the
     tree, is 400."""
-    at = as_of(reader, as_of_text)
-    size = reader.size() if at is None else at
-    body = _ENC.encode(log.entries_page(reader.log, start, end, size=size))
+    asked_for = asked(reader, as_of_text)
+    body = _ENC.encode(log.entries_page(reader.log, start, end, size=asked_for.tree))
     # Leaves never change: a page whose size is fixed is fixed.
-    return respond(request, body, etag_of(body), pinned=settled(reader, as_of_text, at))
+    return asked_for.read(body)
 
 
 @get(
@@ -91,19 +95,18 @@ async def log_entries(
     responses={**answer(log.Proof, "The inclusion proof"), **BAD_REQUEST},
 )
 async def proof_inclusion(
-    request: Request[Any, Any, Any],
     reader: ReaderDep,
     index: Annotated[int, QueryParameter(ge=0)],
     size: Annotated[int | None, QueryParameter(ge=1)] = None,
     as_of_text: AsOf = None,
-) -> Response[bytes]:
+) -> Read:
     """RFC 6962 inclusion proof of entry ``index`` in the tree of ``size`` (default: the size
     ``asOf`` names, or the whole log)."""
-    at = as_of(reader, as_of_text)
+    asked_for = asked(reader, as_of_text)
+    at = asked_for.at
     tree = size if size is not None else at if at is not None else reader.log.refresh()
     body = _ENC.encode(log.inclusion(reader.log, index, tree))
-    pinned = settled(reader, as_of_text, at) or size is not None  # settled records the size
-    return respond(request, body, etag_of(body), pinned=pinned)
+    return asked_for.read(body, pinned=size is not None)
 
 
 @get(
@@ -112,19 +115,18 @@ async def proof_inclusion(
     responses={**answer(log.ConsistencyProof, "The consistency proof"), **BAD_REQUEST},
 )
 async def proof_consistency(
-    request: Request[Any, Any, Any],
     reader: ReaderDep,
     old: Annotated[int, QueryParameter(ge=1)],
     new: Annotated[int | None, QueryParameter(ge=1)] = None,
     as_of_text: AsOf = None,
-) -> Response[bytes]:
+) -> Read:
     """RFC 6962 consistency proof from ``old`` to ``new`` entries (default: the size ``asOf``
     names, or the whole log)."""
-    at = as_of(reader, as_of_text)
+    asked_for = asked(reader, as_of_text)
+    at = asked_for.at
     tree = new if new is not None else at if at is not None else reader.log.refresh()
     body = _ENC.encode(log.consistency(reader.log, old, tree))
-    pinned = settled(reader, as_of_text, at) or new is not None  # settled records the size
-    return respond(request, body, etag_of(body), pinned=pinned)
+    return asked_for.read(body, pinned=new is not None)
 
 
 HANDLERS = [log_checkpoint, log_key, log_entries, proof_inclusion, proof_consistency]

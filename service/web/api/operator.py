@@ -7,15 +7,55 @@ from typing import Annotated, Any
 
 import msgspec
 from litestar import Request, get
+from litestar.openapi.spec import (
+    OpenAPIFormat,
+    OpenAPIMediaType,
+    OpenAPIType,
+    RequestBody,
+    Schema,
+)
 from litestar.params import FromPath, QueryParameter, RawBody
 
 from service.app.ingest import ingest_upload, upload_name
+from service.ingest.api import SOURCES
 from service.ingest.core import IngestResult
 from service.web.deps import LedgerDep, ReaderDep
+from service.web.docs import OBJECT, TEXT, documented
 from service.web.guards import operator_post
 from service.web.params import MAX_BODY_TEXT, problem
 
 __all__ = ["HANDLERS"]
+
+
+_INGEST_FORMATS = (
+    "The file to import, as its source publishes it (at most 64 MiB unless the server sets"
+    " another limit). `?filename=` picks its format by its suffix; without it the content type"
+    " does: JSON (`application/json`, the default), YAML (`application/yaml`), JSON lines"
+    " (`application/x-ndjson`), CSV (`text/csv`) or zstd-compressed JSON lines"
+    " (`application/zstd`, the KernelIndex catalog export). Sources: `manifest` takes"
+    " KernelIndex manifests (one, a JSON array, JSON lines or several YAML documents);"
+    " `kernelindex-catalog` the catalog export; `sol-execbench`, `liger`, `mlperf-inference`"
+    " and `kernelbench-timings` their published result files (mapping rules:"
+    " service/ingest/README.md)."
+)
+_INGEST_BODY = RequestBody(
+    required=True,
+    description=_INGEST_FORMATS,
+    content={
+        "application/json": OpenAPIMediaType(
+            schema=Schema(
+                one_of=[OBJECT, Schema(type=OpenAPIType.ARRAY, items=OBJECT)],
+                description="A record or manifest, or an array of them",
+            )
+        ),
+        "application/yaml": OpenAPIMediaType(schema=TEXT),
+        "application/x-ndjson": OpenAPIMediaType(schema=TEXT),
+        "text/csv": OpenAPIMediaType(schema=TEXT),
+        "application/zstd": OpenAPIMediaType(
+            schema=Schema(type=OpenAPIType.STRING, format=OpenAPIFormat.BINARY)
+        ),
+    },
+)
 
 
 class Health(msgspec.Struct, frozen=True):
@@ -43,6 +83,10 @@ async def healthz(reader: ReaderDep) -> Health:
         ),
     },
     status_code=200,
+    operation_class=documented(
+        body=_INGEST_BODY,
+        values={"source": Schema(type=OpenAPIType.STRING, enum=list(SOURCES))},
+    ),
 )
 def ingest(
     request: Request[Any, Any, Any],

@@ -1,5 +1,5 @@
-"""``/v1/reruns``: index-controlled reruns. ``POST /v1/runs/{ref}/reruns`` (operators; in the
-shared run route, ``request_on_run``) asks for one; ``GET /v1/reruns?state=`` lists the
+"""``/v1/reruns``: index-controlled reruns. ``POST /v1/runs/{ref}/reruns`` (operators,
+``request_on_run``) asks for one; ``GET /v1/reruns?state=`` lists the
 requests with the environment each needs; a rerunner's worker reads a request's manifest
 bundle, claims it (``…/claim``, its own signed ``rerun.claimed.v2``) and posts the measurement
 (``…/result``, its DSSE in-toto statement); the index judges it against the tolerance policy."""
@@ -11,22 +11,30 @@ from typing import Annotated, Any
 import msgspec
 from litestar import Request, Response, get, post
 from litestar.concurrency import sync_to_thread
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath, QueryParameter, RawBody
 
-from events.entries import format_instant
+from events.entries import INTOTO_PAYLOAD_TYPE, format_instant
 from service.app import reruns
 from service.app.attest import Posted
 from service.app.keyadmin import Recorded
 from service.web.auth import TokenStore
-from service.web.caching import etag_of, respond
-from service.web.deps import LedgerDep, ReaderDep, Services
+from service.web.caching import Read, etag_of
+from service.web.deps import LedgerDep, ReaderDep, ServicesDep
+from service.web.docs import TEXT, documented, envelope, event, json_body, object_of
 from service.web.guards import bearer_token
-from service.web.params import BAD_REQUEST, answer, problem
+from service.web.params import BAD_REQUEST, OPERATOR_TOKEN, RUN_ERRORS, RunRef, answer, problem
 from service.web.problems import Unauthorized
+from service.web.refs import ref_of
 
 __all__ = ["HANDLERS", "request_on_run"]
 
 _ENC = msgspec.json.Encoder()
+_RESULT = envelope(
+    INTOTO_PAYLOAD_TYPE,
+    "base64 of an in-toto Statement v1 with the rerun's measurement",
+    "A DSSE envelope signed by the rerunner's key that holds the claim",
+)
 _SIGNER = {
     403: problem("Not a valid rerunner key, a signature that does not verify, or not the claimer"),
     404: problem("No rerun request has this id"),
@@ -35,14 +43,39 @@ _SIGNER = {
 }
 
 
+@post(
+    "/v1/runs/{ref:str}/reruns",
+    tags=["runs"],
+    summary="Ask for a rerun",
+    description="An operator asks for an index-controlled rerun of the run (the index signs"
+    " `rerun.requested.v1`).",
+    operation_id="V1RunsRefReruns",
+    security=[{"operatorToken": []}],
+    responses={
+        201: ResponseSpec(
+            Recorded,
+            description="Asked: the request's id and log index; 200 when the log held it already",
+            generate_examples=False,
+        ),
+        **RUN_ERRORS,
+        422: problem(
+            "The run cannot be rerun: no hardware to rerun on, or a primary value that is not"
+            " a time"
+        ),
+        **OPERATOR_TOKEN,
+    },
+    operation_class=documented(body=json_body(object_of("reason", reason=TEXT))),
+)
 async def request_on_run(
-    request: Request[Any, Any, Any], services: Services, ref: str, body: bytes
+    request: Request[Any, Any, Any], services: ServicesDep, ref: RunRef, body: RawBody
 ) -> Response[bytes]:
-    """``POST /v1/runs/{ref}/reruns`` with ``{"reason"}`` (operators only): 201 ``{id, index}``."""
+    """An operator asks for an index-controlled rerun of the run (the index signs
+    ``rerun.requested.v1``): the body is ``{"reason"}``, with an operator token. 201
+    ``{id, index}``; 200 when the log held it already."""
     tokens: TokenStore = request.app.state.tokens
     if tokens.check(bearer_token(request.headers.get("authorization", ""))) is None:
         raise Unauthorized("a valid operator token is required (Authorization: Bearer <token>)")
-    recorded, new = await sync_to_thread(reruns.request_rerun, services.ledger, ref, body)
+    recorded, new = await sync_to_thread(reruns.request_rerun, services.ledger, ref_of(ref), body)
     services.reader.invalidate()
     return _written(recorded, new)
 
@@ -67,28 +100,31 @@ async def rerun_list(
         str | None,
         QueryParameter(name="state", description="pending, claimed or completed (default: all)"),
     ] = None,
-) -> Response[bytes]:
+) -> Read:
     """Rerun requests, oldest first, each with its state now (claimed while a worker's lease
     runs) and the environment its run needs (``kind`` cpu or gpu, ``model``, ``architecture``)."""
+    size = reader.size()
     page = reruns.rerun_list(
-        reader.conn, size=reader.size(), now=format_instant(ledger.clock()), state=wanted
+        reader.conn, size=size, now=format_instant(ledger.clock()), state=wanted
     )
     body = _ENC.encode(page)
-    return respond(request, body, etag_of(body), pinned=False)
+    return Read(body, etag_of(body), size=size)
 
 
 @get(
     "/v1/reruns/{request_id:str}/bundle",
     tags=["reruns"],
-    responses={404: problem("No rerun request has this id")},
+    responses={
+        **answer(dict[str, Any], "The run's digest and its manifests by role"),
+        404: problem("No rerun request has this id"),
+    },
 )
-async def bundle(
-    request: Request[Any, Any, Any], reader: ReaderDep, request_id: FromPath[str]
-) -> Response[bytes]:
+async def bundle(reader: ReaderDep, request_id: FromPath[str]) -> Read:
     """The harness's material: the run's digest and the manifests it was ingested with, by role
     (run, protocol, environment, workload, implementation, …)."""
+    size = reader.size()
     body = _ENC.encode(reruns.request_bundle(reader.conn, reader.log, request_id))
-    return respond(request, body, etag_of(body), pinned=False)
+    return Read(body, etag_of(body), size=size)
 
 
 @post(
@@ -101,6 +137,7 @@ async def bundle(
         400: problem("Malformed envelope or claim"),
         **_SIGNER,
     },
+    operation_class=documented(body=json_body(event("rerun.claimed.v2", "a rerunner's key"))),
 )
 def claim(
     ledger: LedgerDep, reader: ReaderDep, request_id: FromPath[str], body: RawBody
@@ -123,6 +160,7 @@ def claim(
         400: problem("Malformed, a verdict of its own, another run, or too few samples"),
         **_SIGNER,
     },
+    operation_class=documented(body=json_body(_RESULT)),
 )
 def result(
     ledger: LedgerDep, reader: ReaderDep, request_id: FromPath[str], body: RawBody
@@ -135,4 +173,4 @@ def result(
     return _written(posting.posted, posting.new)
 
 
-HANDLERS = [rerun_list, bundle, claim, result]
+HANDLERS = [request_on_run, rerun_list, bundle, claim, result]

@@ -1,74 +1,66 @@
-"""``/v1/runs`` and ``/v1/compare``: a run's dossier (and its manifest and history), pages of
-runs, runs compared field by field."""
+"""``/v1/runs`` and ``/v1/compare``: a run's dossier, its manifest, history and citation (each a
+route of its own: the reference is one path segment, a ``/`` in it sent as ``%2F``, see
+``service.web.refs``), pages of runs, runs compared field by field."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
 import msgspec
-from litestar import Request, Response, get
+from litestar import Request, Response, get, post
 from litestar.concurrency import sync_to_thread
-from litestar.params import FromPath, QueryParameter
+from litestar.openapi.spec import OpenAPIMediaType, OpenAPIResponse, OpenAPIType, Schema
+from litestar.params import QueryParameter, RawBody
 
 from service.app import cite, history, runs
+from service.errors import NotFound
 from service.readmodel.dossier import Dossier
-from service.web.caching import etag_of, respond, settled
-from service.web.deps import ReaderDep, Services, ServicesDep
-from service.web.params import RUN_ERRORS, AsOf, Limit, answer, as_of, problem
-from service.web.reads import Reader
+from service.web.caching import Read
+from service.web.deps import ReaderDep, ServicesDep
+from service.web.docs import OBJECT, TEXT, documented
+from service.web.params import RUN_ERRORS, AsOf, Limit, RunRef, answer, asked, problem
+from service.web.refs import ref_of
 
 __all__ = ["HANDLERS"]
 
 _ENC = msgspec.json.Encoder()
+_MANIFEST = OpenAPIResponse(
+    description="The manifest bundle",
+    content={
+        "application/json": OpenAPIMediaType(
+            schema=Schema(
+                type=OpenAPIType.OBJECT,
+                properties={"run": OBJECT, "protocol": OBJECT, "environment": OBJECT},
+                description="The canonical manifests the run was recorded with",
+            )
+        )
+    },
+)
+_CITATION = OpenAPIResponse(
+    description="The citation",
+    content={
+        "text/plain": OpenAPIMediaType(schema=TEXT),
+        "application/x-bibtex": OpenAPIMediaType(schema=TEXT),
+        "application/vnd.citationstyles.csl+json": OpenAPIMediaType(schema=OBJECT),
+    },
+)
 
 
 @get(
-    "/v1/runs/{ref:path}",
+    "/v1/runs/{ref:str}",
     tags=["runs"],
-    responses={
-        **answer(
-            Dossier | history.RunHistory,  # type: ignore[arg-type]
-            "The run's dossier (Dossier); …/manifest: its manifest bundle; …/history: every"
-            " entry that touched it (RunHistory)",
-        ),
-        **RUN_ERRORS,
-    },
+    responses={**answer(Dossier, "The run's dossier"), **RUN_ERRORS},
 )
 async def run_show(
-    request: Request[Any, Any, Any],
-    services: ServicesDep,
-    ref: FromPath[str],
-    as_of_text: AsOf = None,
-    citation_format: Annotated[
-        str,
-        QueryParameter(
-            name="format",
-            description="…/citation only: text, bibtex, biblatex, csl-json or receipt",
-        ),
-    ] = "receipt",
-) -> Response[bytes]:
+    request: Request[Any, Any, Any], reader: ReaderDep, ref: RunRef, as_of_text: AsOf = None
+) -> Read:
     """A run's dossier (docs/runs.md). ``ref``: short id, ``sha256:`` digest, ``kernelindex:<uuid>``
-    or ``<source>:<externalId>`` (external ids may hold ``/``: KernelBot's ``submission/N``).
-    404 if nothing matches, 300 with the candidates if an alias names several runs.
-
-    Three sub-resources share this route: ``…/manifest`` (the canonical manifest bundle {run,
-    protocol, environment} as recorded), ``…/history`` (``RunHistory``: every entry that
-    touched the run, in log order — ingest, supersession or retraction, attestations and their
-    withdrawal or hiding, reports and resolutions, reruns, evidence changes, rank and leader
-    changes of its group — each with its position, recording time, type, signer and a link to
-    its inclusion proof at the size answered) and ``…/citation?format=`` (how to cite it;
-    ``receipt``: a file the log's key signs, checked offline by
-    ``benchproof verify-citation``)."""
-    ref = ref.lstrip("/")
-    reader = services.reader
-    if ref.endswith("/citation"):
-        return await _citation(request, services, ref.removesuffix("/citation"), citation_format)
-    if ref.endswith("/manifest"):
-        return _run_part(request, reader, ref.removesuffix("/manifest"), "manifest", as_of_text)
-    if ref.endswith("/history"):
-        return _history(request, reader, ref.removesuffix("/history"), as_of_text)
-    at = as_of(reader, as_of_text)
-    size = reader.size()
+    or ``<source>:<externalId>`` (external ids may hold ``/``, sent as ``%2F``: KernelBot's
+    ``submission%2FN``). 404 if nothing matches, 300 with the candidates if an alias names
+    several runs."""
+    ref = ref_of(ref)
+    asked_for = asked(reader, as_of_text)
+    at, size = asked_for.at, asked_for.size
 
     def make() -> bytes:
         log = reader.log
@@ -78,56 +70,104 @@ async def run_show(
     # Keyed by the reference as asked and the log size: what a reference names can only change
     # when the log grows (an alias gaining a second run), and then the size differs.
     body, etag = reader.cached(("run", ref, at, size), make)
-    return respond(request, body, etag, pinned=settled(reader, as_of_text, at))
+    return asked_for.read(body, etag)
 
 
-async def _citation(
-    request: Request[Any, Any, Any], services: Services, ref: str, fmt: str
-) -> Response[bytes]:
-    base = services.base(request)
+@get(
+    "/v1/runs/{ref:str}/manifest",
+    tags=["runs"],
+    summary="The run's manifest bundle",
+    description="The canonical manifest bundle {run, protocol, environment} as recorded.",
+    operation_id="V1RunsRefManifest",
+    responses=RUN_ERRORS,
+    operation_class=documented(answers={"200": _MANIFEST}),
+)
+async def run_manifest(
+    request: Request[Any, Any, Any], reader: ReaderDep, ref: RunRef, as_of_text: AsOf = None
+) -> Read:
+    """The canonical manifest bundle {run, protocol, environment} as recorded."""
+    ref = ref_of(ref)
+    asked_for = asked(reader, as_of_text)
+    log = reader.log
+    dossier = runs.show_run(
+        log.session, log, ref, asked_for.at, size=asked_for.size, standings=reader.standings
+    )
+    # A run's manifest never changes, but what a short id or alias names can (an alias gaining a
+    # second run): only a full digest pins it.
+    by_digest = ref.startswith("sha256:") and ref == dossier.runDigest
+    return asked_for.read(_ENC.encode(dossier.manifest), pinned=by_digest)
 
-    def make() -> tuple[bytes, str]:
-        log = services.reader.log  # this worker thread's own read handle
-        return cite.citation(services.ledger, log.session, log, ref, fmt, base=base)
 
-    body, media = await sync_to_thread(make)
-    headers = {"Cache-Control": "no-store"}  # each citation names the instant it was asked for
-    if fmt == "receipt":
-        headers["Content-Disposition"] = 'attachment; filename="citation-receipt.txt"'
-    return Response(body, media_type=media, headers=headers)
-
-
-def _history(
-    request: Request[Any, Any, Any], reader: Reader, ref: str, as_of_text: str | None
-) -> Response[bytes]:
-    at = as_of(reader, as_of_text)
-    size = reader.size()
+@get(
+    "/v1/runs/{ref:str}/history",
+    tags=["runs"],
+    summary="The run's history",
+    description="Every entry that touched the run, in log order: ingest, supersession or"
+    " retraction, attestations and their withdrawal or hiding, reports and resolutions, reruns,"
+    " evidence changes, rank and leader changes of its group; each with its position, recording"
+    " time, type, signer and a link to its inclusion proof at the size answered.",
+    operation_id="V1RunsRefHistory",
+    responses={**answer(history.RunHistory, "The run's history"), **RUN_ERRORS},
+)
+async def run_history(
+    request: Request[Any, Any, Any], reader: ReaderDep, ref: RunRef, as_of_text: AsOf = None
+) -> Read:
+    """Every entry that touched the run, in log order: ingest, supersession or retraction,
+    attestations and their withdrawal or hiding, reports and resolutions, reruns, evidence
+    changes, rank and leader changes of its group; each with its position, recording time, type,
+    signer and a link to its inclusion proof at the size answered."""
+    ref = ref_of(ref)
+    asked_for = asked(reader, as_of_text)
+    at, size = asked_for.at, asked_for.size
 
     def make() -> bytes:
         log = reader.log
         # "Now" is the size read above: the entries, the body's asOf and the proof links agree
         # even if the log grows meanwhile.
-        asked = size if at is None else at
-        return _ENC.encode(history.run_history(log.session, log, ref, asked, size=size))
+        return _ENC.encode(history.run_history(log.session, log, ref, asked_for.tree, size=size))
 
     body, etag = reader.cached(("history", ref, at, size), make)
-    return respond(request, body, etag, pinned=settled(reader, as_of_text, at))
+    return asked_for.read(body, etag)
 
 
-def _run_part(
-    request: Request[Any, Any, Any], reader: Reader, ref: str, part: str, as_of_text: str | None
+@get(
+    "/v1/runs/{ref:str}/citation",
+    tags=["runs"],
+    summary="How to cite the run",
+    description="The citation in the asked `format`: `text`, `bibtex`, `biblatex`, `csl-json`"
+    " or `receipt` (the default: a file the log's key signs, checked offline by"
+    " `benchproof verify-citation`). Not cached: each names the instant it was asked.",
+    operation_id="V1RunsRefCitation",
+    responses=RUN_ERRORS,
+    operation_class=documented(answers={"200": _CITATION}),
+)
+async def run_citation(
+    request: Request[Any, Any, Any],
+    services: ServicesDep,
+    ref: RunRef,
+    citation_format: Annotated[
+        str,
+        QueryParameter(
+            name="format",
+            description="text, bibtex, biblatex, csl-json or receipt (the default)",
+        ),
+    ] = "receipt",
 ) -> Response[bytes]:
-    at = as_of(reader, as_of_text)
-    log = reader.log
-    dossier = runs.show_run(
-        log.session, log, ref, at, size=reader.size(), standings=reader.standings
-    )
-    body = _ENC.encode(dossier.manifest if part == "manifest" else dossier.history)
-    # A run's manifest never changes, but what a short id or alias names can (an alias gaining a
-    # second run): only a full digest pins it.
-    by_digest = ref.startswith("sha256:") and ref == dossier.runDigest
-    pinned = settled(reader, as_of_text, at) or (part == "manifest" and by_digest)
-    return respond(request, body, etag_of(body), pinned=pinned)
+    """The citation in the asked ``format``: ``text``, ``bibtex``, ``biblatex``, ``csl-json`` or
+    ``receipt`` (the default: a file the log's key signs, checked offline by
+    ``benchproof verify-citation``). Not cached: each names the instant it was asked."""
+    ref = ref_of(ref)
+    base = services.base(request)
+
+    def make() -> tuple[bytes, str]:
+        log = services.reader.log  # this worker thread's own read handle
+        return cite.citation(services.ledger, log.session, log, ref, citation_format, base=base)
+
+    body, media = await sync_to_thread(make)
+    headers = {"Cache-Control": "no-store"}  # each citation names the instant it was asked for
+    if citation_format == "receipt":
+        headers["Content-Disposition"] = 'attachment; filename="citation-receipt.txt"'
+    return Response(body, media_type=media, headers=headers)
 
 
 _LIST_DOC = (
@@ -203,13 +243,13 @@ async def runs_list(
         ),
     ] = None,
     limit: Limit = 100,
-) -> Response[bytes]:
+) -> Read:
     """Runs, a page at a time: the home page's search in its order (``_LIST_DOC``)."""
-    at = as_of(reader, as_of_text)
+    asked_for = asked(reader, as_of_text)
     page = runs.run_page(
         reader.conn,
-        at,
-        size=reader.size(),
+        asked_for.at,
+        size=asked_for.size,
         text=q,
         group_key=comparison_key,
         source=source,
@@ -218,8 +258,7 @@ async def runs_list(
         after=after,
         limit=limit,
     )
-    body = _ENC.encode(page)
-    return respond(request, body, etag_of(body), pinned=settled(reader, as_of_text, at))
+    return asked_for.read(_ENC.encode(page))
 
 
 @get(
@@ -234,13 +273,24 @@ async def compare(
         str, QueryParameter(name="runs", description="2 to 8 run references, comma-separated")
     ],
     as_of_text: AsOf = None,
-) -> Response[bytes]:
+) -> Read:
     """Compare runs field by field; name the first material mismatch (the first part of the
     comparison key that differs), or say they are comparable (one comparison group)."""
-    at = as_of(reader, as_of_text)
-    comparison = runs.compare(reader.conn, runs_text.split(","), at, size=reader.size())
-    body = _ENC.encode(comparison)
-    return respond(request, body, etag_of(body), pinned=settled(reader, as_of_text, at))
+    asked_for = asked(reader, as_of_text)
+    comparison = runs.compare(reader.conn, runs_text.split(","), asked_for.at, size=asked_for.size)
+    return asked_for.read(_ENC.encode(comparison))
 
 
-HANDLERS = [run_show, runs_list, compare]
+@post("/v1/runs/{ref:str}", include_in_schema=False)
+async def run_post(ref: RunRef, body: RawBody) -> None:
+    """A run takes no post of its own: each post names its resource (404, as a post to any
+    other resource of a run). The body is read first, as on every post (a body over the limit
+    is a 413).
+
+    Raises:
+        NotFound: always.
+    """
+    raise NotFound("POST /v1/runs/{ref} takes …/attestations, …/reports or …/reruns")
+
+
+HANDLERS = [run_show, run_manifest, run_history, run_citation, run_post, runs_list, compare]

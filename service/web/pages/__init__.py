@@ -1,7 +1,8 @@
 """HTML pages rendered on the server (Jinja templates): readable with no JavaScript.
 
-``/`` search and sources, ``/runs/{ref}`` the run dossier (docs/runs.md) and its report form
-(``POST /runs/{ref}/reports``), ``/keys/{id}`` a signing key and what it attested,
+``/`` search and sources, ``/runs/{ref}`` the run dossier (docs/runs.md), its history
+(``/runs/{ref}/history``) and its report form (``POST /runs/{ref}/reports``), ``/keys/{id}`` a
+signing key and what it attested,
 ``/groups/{key}`` a leaderboard, ``/compare`` runs side by side, ``/log`` the log and how to
 audit it. Errors on these routes are HTML pages with the status the JSON API would give (404,
 300 with candidates...).
@@ -24,11 +25,11 @@ from service.errors import ServiceError
 from service.readmodel.dossier import short_id
 from service.web.logs import get_logger
 from service.web.pages.browse import compare_page, home_page
-from service.web.pages.forms import report_form
+from service.web.pages.forms import no_form, report_form
 from service.web.pages.groups import group_page
 from service.web.pages.keys import key_page
 from service.web.pages.log import log_page
-from service.web.pages.runs import run_page
+from service.web.pages.runs import history_page, run_page
 from service.web.problems import http_problem, to_problem
 
 __all__ = ["PAGE_HANDLERS", "error_page"]
@@ -80,7 +81,9 @@ PAGE_HANDLERS = [
         route_handlers=[
             home_page,
             run_page,
+            history_page,
             report_form,
+            no_form,
             key_page,
             group_page,
             compare_page,

@@ -7,16 +7,16 @@ from typing import Annotated, Any
 from urllib.parse import urlencode
 
 import msgspec
-from litestar import Request, Response, get
+from litestar import Request, get
 from litestar.params import FromQuery, QueryParameter
 
 from service.app import browse
 from service.readmodel.dossier import short_id
 from service.web import present
-from service.web.caching import settled
+from service.web.caching import Read
 from service.web.deps import ReaderDep
 from service.web.pages.render import html
-from service.web.params import AsOf, as_of
+from service.web.params import AsOf, asked
 
 __all__ = ["PAGE_SIZE", "compare_page", "home_page"]
 
@@ -32,17 +32,18 @@ def home_page(
     source: FromQuery[str | None] = None,
     hardware: FromQuery[str | None] = None,
     after: FromQuery[str | None] = None,
-) -> Response[bytes]:
+) -> Read:
     """Search by operation, hardware and source (keyset pages; the search ``GET /v1/runs``
     answers, in its order), and the sources' notices: every source, registered or only named by
     runs (manifest imports), so the count and the filter cover every run."""
-    at = as_of(reader, as_of_text)
+    asked_for = asked(reader, as_of_text)
+    at = asked_for.at
     urls = present.Urls(at)
     q = (q or "").strip() or None
     found = browse.search(
         reader.conn,
         at,
-        size=reader.size(),
+        size=asked_for.size,
         text=q,
         source=source,
         hardware=hardware,
@@ -82,7 +83,7 @@ def home_page(
         "urls": urls,
         "as_of": at,
     }
-    return html(request, "home.html", context, pinned=settled(reader, as_of_text, at))
+    return html(request, "home.html", context, pinned=asked_for.pinned)
 
 
 @get("/compare", include_in_schema=False, sync_to_thread=True)
@@ -91,11 +92,12 @@ def compare_page(
     reader: ReaderDep,
     runs_text: Annotated[str | None, QueryParameter(name="runs", required=False)] = None,
     as_of_text: AsOf = None,
-) -> Response[bytes]:
+) -> Read:
     """Runs side by side: the first material mismatch named, differing fields marked."""
-    at = as_of(reader, as_of_text)
+    asked_for = asked(reader, as_of_text)
+    at = asked_for.at
     side = (
-        browse.side_by_side(reader.conn, runs_text.split(","), at, size=reader.size())
+        browse.side_by_side(reader.conn, runs_text.split(","), at, size=asked_for.size)
         if runs_text
         else None
     )
@@ -110,4 +112,4 @@ def compare_page(
         "urls": present.Urls(at),
         "as_of": at,
     }
-    return html(request, "compare.html", context, pinned=settled(reader, as_of_text, at))
+    return html(request, "compare.html", context, pinned=asked_for.pinned)

@@ -12,9 +12,8 @@ refused (403). A client with no ``Origin`` (curl, the CLI) is a direct caller an
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 import msgspec
 from litestar import Request, post
@@ -26,10 +25,10 @@ from service.app import report
 from service.errors import NotFound
 from service.web.deps import LedgerDep, ReaderDep
 from service.web.limiting import GateDep
+from service.web.present import Urls
+from service.web.refs import ref_of
 
-__all__ = ["ReportForm", "report_form"]
-
-_SUFFIX = "/reports"
+__all__ = ["ReportForm", "no_form", "report_form"]
 
 
 class ReportForm(msgspec.Struct, frozen=True):
@@ -66,34 +65,40 @@ def _same_origin(request: Request[Any, Any, Any]) -> bool:
     return urlsplit(origin).netloc == request.headers.get("host")
 
 
-@post("/runs/{ref:path}", include_in_schema=False, sync_to_thread=True)
+@post("/runs/{ref:str}/reports", include_in_schema=False, sync_to_thread=True)
 def report_form(
     request: Request[Any, Any, Any],
     ledger: LedgerDep,
     reader: ReaderDep,
     gate: GateDep,
-    ref: FromPath[Path],
+    ref: FromPath[str],
     body: RawBody,
 ) -> Redirect:
     """File the form's report on the run ``ref`` names; 303 to the run page's reports.
 
     Raises:
-        NotFound: the path is not ``/runs/{ref}/reports``.
         PermissionDeniedException: the form was posted from another site's page.
         InvalidReport: not a form of one reason and one text in UTF-8, an unknown reason, or
             a text over ``report.MAX_TEXT_BYTES``.
         UnknownRun, AmbiguousRun: ``ref``.
         RateLimited: the client address is over its limit (counted as the JSON API's reports).
     """
-    text = str(ref).lstrip("/")
-    if not text.endswith(_SUFFIX):
-        raise NotFound("a form posts to /runs/{ref}/reports")
     if not _same_origin(request):
         raise PermissionDeniedException("a report form is posted from this site's own pages")
-    run = text.removesuffix(_SUFFIX)
+    run = ref_of(ref)
     data = ReportForm.parse(body)
     filed = msgspec.json.encode({"reason": data.reason, "text": data.text})
     gate.quota(request).anonymous()
     report.file_report(ledger, run, filed)
     reader.invalidate()
-    return Redirect(f"/runs/{quote(run, safe=':/')}#report", status_code=303)
+    return Redirect(Urls(None).run(run) + "#report", status_code=303)
+
+
+@post("/runs/{ref:str}", include_in_schema=False)
+async def no_form(ref: FromPath[str], body: RawBody) -> None:
+    """A post to a run page that is not its report form (404, the HTML error page).
+
+    Raises:
+        NotFound: always.
+    """
+    raise NotFound("a form posts to /runs/{ref}/reports")

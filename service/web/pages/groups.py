@@ -5,18 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from litestar import Request, Response, get
+from litestar import Request, get
 from litestar.params import FromPath
 
 from projections.views import RunView
 from service.app import groups
 from service.readmodel.dossier import short_id
 from service.web import present
-from service.web.caching import settled
+from service.web.caching import Read
 from service.web.charts import bar_chart
 from service.web.deps import ReaderDep
 from service.web.pages.render import html
-from service.web.params import AsOf, as_of
+from service.web.params import AsOf, asked
 
 __all__ = ["group_page"]
 
@@ -28,9 +28,10 @@ def _label(view: RunView) -> str:
 @get("/groups/{key:str}", include_in_schema=False, sync_to_thread=True)
 def group_page(
     request: Request[Any, Any, Any], reader: ReaderDep, key: FromPath[str], as_of_text: AsOf = None
-) -> Response[bytes]:
+) -> Read:
     """A comparison group's leaderboard: ranked runs, a bar chart and the leader history."""
-    at = as_of(reader, as_of_text)
+    asked_for = asked(reader, as_of_text)
+    at = asked_for.at
     urls = present.Urls(at)
     board = groups.board(reader.conn, key, at)
     ranked = board.members
@@ -89,7 +90,7 @@ def group_page(
         "as_of": at,
         "breakable": present.breakable,
     }
-    return html(request, "group.html", context, pinned=settled(reader, as_of_text, at))
+    return html(request, "group.html", context, pinned=asked_for.pinned)
 
 
 def _heading(board: groups.Board, key: str) -> tuple[str, str | None]:

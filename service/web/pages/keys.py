@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from litestar import Request, Response, get
+from litestar import Request, get
 from litestar.params import FromPath, FromQuery
 
 from service.app import pages
 from service.web import community, present
-from service.web.caching import respond
+from service.web.caching import Read
 from service.web.deps import ReaderDep
-from service.web.pages.render import HTML, render
+from service.web.pages.render import page, render
 
 __all__ = ["PAGE_SIZE", "key_page"]
 
@@ -26,7 +26,7 @@ def key_page(
     reader: ReaderDep,
     key_id: FromPath[str],
     after: FromQuery[str | None] = None,
-) -> Response[bytes]:
+) -> Read:
     """The key ``key_id`` with the attestations it signed, ``PAGE_SIZE`` at a time."""
     size = reader.size()
 
@@ -37,7 +37,7 @@ def key_page(
         return render(request, "key.html", _context(sheet, paged=after is not None))
 
     body, etag = reader.cached(("key", key_id, after, size), make)
-    return respond(request, body, etag, pinned=False, media_type=HTML)
+    return page(body, etag)
 
 
 def _context(sheet: pages.KeySheet, *, paged: bool) -> dict[str, Any]:

@@ -6,17 +6,17 @@ from __future__ import annotations
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
-from litestar import Request, Response, get
+from litestar import Request, get
 from litestar.params import QueryParameter
 
 from events.port import LogReader, SignedCheckpoint
 from service.app import log
 from service.core.logs import OpenedLog
 from service.errors import UsageError
-from service.web.caching import settled
+from service.web.caching import Read
 from service.web.deps import LedgerDep, ReaderDep
 from service.web.pages.render import html
-from service.web.params import AsOf, as_of
+from service.web.params import AsOf, asked
 
 __all__ = ["RECENT", "log_page"]
 
@@ -70,15 +70,16 @@ def log_page(
     ledger: LedgerDep,
     as_of_text: AsOf = None,
     before_text: Before = None,
-) -> Response[bytes]:
+) -> Read:
     """The log as of ``asOf`` (default now): origin, size, the checkpoint that covers that size
     (exactly it when one was signed at it, else the first signed above it, said so), the key,
     and the ``RECENT`` entries below position ``before`` (default: the newest), with links to
     older and newer pages."""
-    at = as_of(reader, as_of_text)
-    size = reader.size() if at is None else at
+    asked_for = asked(reader, as_of_text)
+    at = asked_for.at
+    size = asked_for.tree
     before = _before(before_text, size)
-    o = log.overview(ledger, reader.log, at, size=reader.size(), recent=0)
+    o = log.overview(ledger, reader.log, at, size=asked_for.size, recent=0)
     signed = o.checkpoint if at is None else covering(ledger, reader.log, size)
     entries = list(reversed(list(reader.log.headers(max(0, before - RECENT), before))))
     keep = {"asOf": as_of_text} if as_of_text is not None else {}
@@ -103,4 +104,4 @@ def log_page(
         "oldest_href": page_href(min(RECENT, size)) if before - RECENT > RECENT else None,
         "as_of": at,
     }
-    return html(request, "log.html", context, pinned=settled(reader, as_of_text, at))
+    return html(request, "log.html", context, pinned=asked_for.pinned)

@@ -1,14 +1,15 @@
-"""Rendering a page: a Jinja template answered like any read (its ETag, 304 when it matches)."""
+"""Rendering a page: a Jinja template answered like any read (a ``Read``: its ETag, 304 when it
+matches)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from litestar import Request, Response
+from litestar import Request
 
-from service.web.caching import etag_of, respond
+from service.web.caching import Read, etag_of
 
-__all__ = ["HTML", "html", "render"]
+__all__ = ["HTML", "html", "page", "render"]
 
 HTML = "text/html; charset=utf-8"
 
@@ -23,7 +24,11 @@ def render(request: Request[Any, Any, Any], template: str, context: dict[str, An
 
 def html(
     request: Request[Any, Any, Any], template: str, context: dict[str, Any], *, pinned: bool
-) -> Response[bytes]:
+) -> Read:
     """A page rendered now and answered like any read: with its ETag (304 when it matches)."""
-    body = render(request, template, context)
-    return respond(request, body, etag_of(body), pinned=pinned, media_type=HTML)
+    return page(render(request, template, context), pinned=pinned)
+
+
+def page(body: bytes, etag: str | None = None, *, pinned: bool = False) -> Read:
+    """A rendered page (``body``, its ETag ``etag`` else made here) as a read."""
+    return Read(body, etag_of(body) if etag is None else etag, pinned=pinned, media_type=HTML)

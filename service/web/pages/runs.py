@@ -1,14 +1,15 @@
 """``/runs/{ref}``: the run dossier page (docs/runs.md), and ``/runs/{ref}/history``: every
-entry that touched the run; an ambiguous alias answers 300 with its candidates as links."""
+entry that touched the run; an ambiguous alias answers 300 with its candidates as links. The
+reference is one path segment, a ``/`` in it sent as ``%2F`` (``service.web.refs``)."""
 
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, time
-from pathlib import Path
 from typing import Any
 
 import msgspec
-from litestar import Request, Response, get
+from litestar import Request, get
+from litestar.enums import MediaType
 from litestar.params import FromPath
 from litestar.response import Template
 
@@ -18,34 +19,32 @@ from service.app import cite, history, pages, report, runs
 from service.app.keylist import KeyRecord
 from service.readmodel.dossier import short_id
 from service.web import community, present, sections
-from service.web.caching import respond, settled
+from service.web.caching import Read
 from service.web.deps import LedgerDep, ReaderDep, ServicesDep
-from service.web.pages.render import HTML, render
-from service.web.params import AsOf, as_of
+from service.web.pages.render import page, render
+from service.web.params import AsOf, asked
+from service.web.refs import ref_of
 
-__all__ = ["run_page"]
+__all__ = ["history_page", "run_page"]
 
 
-@get("/runs/{ref:path}", include_in_schema=False, sync_to_thread=True)
+@get("/runs/{ref:str}", include_in_schema=False, sync_to_thread=True)
 def run_page(
     request: Request[Any, Any, Any],
     reader: ReaderDep,
     ledger: LedgerDep,
     services: ServicesDep,
-    ref: FromPath[Path],
+    ref: FromPath[str],
     as_of_text: AsOf = None,
-) -> Template | Response[bytes]:
-    """The run dossier (``…/history``: the run's history); an ambiguous alias answers 300 with
-    its candidates as links. Permalinks and citations name ``--public-url``, else the address
-    the request came to."""
-    at = as_of(reader, as_of_text)
+) -> Template | Read:
+    """The run dossier; an ambiguous alias answers 300 with its candidates as links. Permalinks
+    and citations name ``--public-url``, else the address the request came to."""
+    text = ref_of(ref)
+    asked_for = asked(reader, as_of_text)
+    at, size = asked_for.at, asked_for.size
     urls = present.Urls(at)
-    text = str(ref).lstrip("/")
-    if text.endswith("/history"):
-        return _history_page(request, reader, text.removesuffix("/history"), at, as_of_text)
     accessed = ledger.clock().date().isoformat()
     base = services.base(request)
-    size = reader.size()
 
     def make() -> bytes:
         log = reader.log
@@ -59,19 +58,18 @@ def run_page(
         body, etag = reader.cached(("page", text, at, size, base, accessed), make)
     except AmbiguousRun as exc:
         return _candidates_page(runs.candidate_runs(reader.conn, exc, at), exc, urls, at)
-    return respond(request, body, etag, pinned=settled(reader, as_of_text, at), media_type=HTML)
+    return page(body, etag, pinned=asked_for.pinned)
 
 
-def _history_page(
-    request: Request[Any, Any, Any],
-    reader: ReaderDep,
-    text: str,
-    at: int | None,
-    as_of_text: str | None,
-) -> Template | Response[bytes]:
+@get("/runs/{ref:str}/history", include_in_schema=False, sync_to_thread=True)
+def history_page(
+    request: Request[Any, Any, Any], reader: ReaderDep, ref: FromPath[str], as_of_text: AsOf = None
+) -> Template | Read:
     """Every entry that touched the run, as a table linking each to its proof and signer."""
+    text = ref_of(ref)
+    asked_for = asked(reader, as_of_text)
+    at, size = asked_for.at, asked_for.size
     urls = present.Urls(at)
-    size = reader.size()
 
     def make() -> bytes:
         log = reader.log
@@ -93,7 +91,7 @@ def _history_page(
         body, etag = reader.cached(("history-page", text, at, size), make)
     except AmbiguousRun as exc:
         return _candidates_page(runs.candidate_runs(reader.conn, exc, at), exc, urls, at)
-    return respond(request, body, etag, pinned=settled(reader, as_of_text, at), media_type=HTML)
+    return page(body, etag, pinned=asked_for.pinned)
 
 
 def _group_label(sheet: runs.RunSheet) -> str:
@@ -236,4 +234,8 @@ def _candidates_page(
         "candidates": rows,
         "as_of": at,
     }
-    return Template(template_name="error.html", context=context, status_code=300)
+    # Named: the route's own media type is JSON (litestar's, for a handler that may return a
+    # value), which a template would otherwise take.
+    return Template(
+        template_name="error.html", context=context, status_code=300, media_type=MediaType.HTML
+    )
