@@ -2,6 +2,7 @@
 #   make serve   creates .venv, installs, initialises ./var with fresh keys and demo data, serves
 #   make test    creates .venv, installs the test extras, runs the suite
 #   make docs    builds the documentation site (mkdocs.yml, docs/) into site/, strict and offline
+#   make test-golden    every answer and page of the catalog against the golden file (slow)
 #   make test-postgres  the store contract and end-to-end tests on a throwaway PostgreSQL cluster
 #                (installs Debian's postgresql when missing: needs root or sudo; a few minutes)
 SHELL := /bin/bash
@@ -12,8 +13,9 @@ DATA ?= var
 HOST ?= 127.0.0.1
 PORT ?= 8000
 PG_TESTS ?= tests/postgres tests/contract/test_store.py tests/e2e
+GOLDEN_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 
-.PHONY: serve test test-postgres lint docs bench reliability check-shared clean
+.PHONY: serve test test-postgres test-golden lint docs bench reliability check-shared clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +43,12 @@ test: $(VENV)/.test
 # the last line is pytest's summary.
 test-postgres: $(VENV)/.test
 	$(BIN)/python -m tests.pgcluster env BENCHPROOF_TEST_STORE=postgresql $(BIN)/pytest -q $(PG_TESTS)
+
+# Every JSON answer and page of the catalog's log against tests/golden/answers-catalog.json.gz
+# (`make test` runs a sample; this is the whole crawl, in GOLDEN_JOBS processes). Regenerate the
+# file, from code whose answers are right, with `$(BIN)/python -m tests.golden.answers --write`.
+test-golden: $(VENV)/.test
+	BENCHPROOF_GOLDEN=full BENCHPROOF_GOLDEN_JOBS=$(GOLDEN_JOBS) $(BIN)/pytest -q tests/golden/test_answers_unchanged.py
 
 lint: $(VENV)/.test
 	$(BIN)/ruff check .
