@@ -76,8 +76,8 @@ from service.app.ingest import ingest
 from service.core.config import Settings
 from service.core.init import init_data_dir
 from service.core.ledger import Ledger
-from service.web.logs import configure_logging
 from service.web.app import create_app
+from service.web.logs import configure_logging
 from tests.builders import signed_event
 from tests.corpora import CATALOG, catalog_tables, corpus, shared_file
 
@@ -119,6 +119,16 @@ ROLES = ("leader", "second", "third", "fourth", "fifth", "sixth", "seventh")
 
 # Answer headers that vary per request (or per machine), left out of the fingerprint.
 VARYING_HEADERS = frozenset({"date", "x-request-id", "server-timing", "server"})
+# A static file's validators are its file's modification time in the checkout (litestar's
+# static files), which a clone or a checkout sets, not the code.
+FILE_HEADERS = frozenset({"last-modified", "etag"})
+
+CHANGED_ON_PURPOSE = {
+    "/schema/openapi.json": "issue 26: the OpenAPI document comes from the routes (each run "
+    "resource its own path, corrected response types and descriptions)",
+}
+"""Answers that a change asked for by its issue makes differ from the golden file's (not
+compared; listed with why)."""
 
 # The fast tier: how many runs (besides the build's own), groups and pages of each listing.
 FAST_RUNS = 150
@@ -179,11 +189,17 @@ def _normal(name: str, value: str) -> str:
     return value
 
 
-def fingerprint(status: int, headers: Iterable[tuple[str, str]], body: bytes) -> str:
+def fingerprint(
+    status: int, headers: Iterable[tuple[str, str]], body: bytes, *, file: bool = False
+) -> str:
     """``<status>:<8 hex of the headers' SHA-256>:<16 hex of the body's>``; the headers are those
     users see (not ``VARYING_HEADERS``), by name, in their order within one name."""
     kept = sorted(
-        ((k.lower(), v) for k, v in headers if k.lower() not in VARYING_HEADERS),
+        (
+            (k.lower(), v)
+            for k, v in headers
+            if k.lower() not in VARYING_HEADERS and not (file and k.lower() in FILE_HEADERS)
+        ),
         key=lambda kv: kv[0],
     )
     head = "".join(f"{k}: {_normal(k, v)}\n" for k, v in kept).encode("utf-8", "surrogateescape")
@@ -230,7 +246,8 @@ class Recorded:
 
 def record(client: Client, ask: Ask, out: list[Recorded]) -> Answer:
     answer = send(client, ask)
-    out.append(Recorded(ask, answer.fingerprint))
+    static = ask.url.startswith("/static/")
+    out.append(Recorded(ask, fingerprint(answer.status, answer.headers, answer.body, file=static)))
     return answer
 
 
@@ -1161,6 +1178,8 @@ def compare(
     found, asked = [], set()
     for r in records:
         asked.add(r.ask.name)
+        if r.ask.name in CHANGED_ON_PURPOSE:
+            continue
         expected = flat.get(r.ask.name)
         if expected != r.fingerprint:
             found.append(Difference(r.ask.kind, r.ask.name, expected, r.fingerprint))
