@@ -1,6 +1,9 @@
 # Benchproof: two commands from a fresh clone do all the set-up (see README.md).
 #   make serve   creates .venv, installs, initialises ./var with fresh keys and demo data, serves
-#   make test    creates .venv, installs the test extras, runs the suite
+#   make test    creates .venv, installs the test extras, runs the suite on two workers (the
+#                minutes-long tests, marked slow, are left to make test-slow) and names its 20
+#                slowest tests
+#   make test-slow  the tests marked slow (make serve from a fresh clone); CI runs both
 #   make docs    builds the documentation site (mkdocs.yml, docs/) into site/, strict and offline
 #   make test-postgres  the store contract and end-to-end tests on a throwaway PostgreSQL cluster
 #                (installs Debian's postgresql when missing: needs root or sudo; a few minutes)
@@ -12,8 +15,12 @@ DATA ?= var
 HOST ?= 127.0.0.1
 PORT ?= 8000
 PG_TESTS ?= tests/postgres tests/contract/test_store.py tests/e2e
+# pytest-xdist: WORKERS processes; --dist loadgroup keeps the tests of one xdist_group (the
+# files that share a costly fixture) on one worker, so that fixture is built once.
+WORKERS ?= 2
+XDIST := -n $(WORKERS) --dist loadgroup
 
-.PHONY: serve test test-postgres lint docs bench reliability check-shared clean
+.PHONY: serve test test-slow test-postgres lint docs bench reliability check-shared clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,7 +42,10 @@ serve: $(VENV)/.runtime
 	$(BIN)/benchproof serve --data $(DATA) --host $(HOST) --port $(PORT) --demo
 
 test: $(VENV)/.test
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q $(XDIST) --durations=20 -m "not slow"
+
+test-slow: $(VENV)/.test
+	$(BIN)/pytest -q $(XDIST) --durations=20 -m slow
 
 # A cluster of its own on a free loopback port, stopped and removed afterwards (tests/pgcluster.py);
 # the last line is pytest's summary.
