@@ -15,10 +15,10 @@ DATA ?= var
 HOST ?= 127.0.0.1
 PORT ?= 8000
 PG_TESTS ?= tests/postgres tests/contract/test_store.py tests/e2e
-# pytest-xdist: WORKERS processes; --dist loadgroup keeps the tests of one xdist_group (the
-# files that share a costly fixture) on one worker, so that fixture is built once.
+# pytest-xdist: WORKERS processes; --dist loadfile keeps the tests of one file on one worker, so
+# a file's costly module fixture is built once (a session fixture: once per worker).
 WORKERS ?= 2
-XDIST := -n $(WORKERS) --dist loadgroup
+XDIST := -n $(WORKERS) --dist loadfile
 
 .PHONY: serve test test-slow test-postgres lint docs bench reliability check-shared clean
 

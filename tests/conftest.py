@@ -55,35 +55,3 @@ def browser() -> Iterator[Any]:
 # that name their own settings keep them.
 settings.register_profile("benchproof", deadline=None)
 settings.load_profile("benchproof")
-
-# Fixtures built per test file (or per worker) that are cheap enough to build twice.
-_CHEAP = {"catalog", "seed_manifest", "examples_dir", "vectors_dir", "browser", "bp", "kats"}
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under ``--dist loadgroup`` (``make test``) the tests that share a costly fixture run on
-    one xdist worker, so that fixture is built once, not once per worker: the users of a
-    session fixture form one group (the fixture's), those of a module fixture their file's.
-    (Runs before xdist's own hook, which reads the ``xdist_group`` marks.)"""
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        if info is None:
-            continue
-        group = ""
-        for name in info.names_closure:
-            if name in _CHEAP:
-                continue
-            for fixturedef in info.name2fixturedefs.get(name, ()):
-                if not fixturedef.baseid:  # a plugin's (hypothesis, faker), not the suite's
-                    continue
-                if fixturedef.scope == "session":
-                    # by the function: a file that imports another's fixture shares its group
-                    group = f"{fixturedef.func.__module__}::{fixturedef.func.__qualname__}"
-                    break
-                if fixturedef.scope in ("module", "package") and not group:
-                    group = item.nodeid.split("::")[0]
-            if group and "::" in group:
-                break
-        if group:
-            item.add_marker(pytest.mark.xdist_group(group))
