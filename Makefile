@@ -3,7 +3,8 @@
 #   make test    creates .venv, installs the test extras, runs the suite on two workers (the
 #                minutes-long tests, marked slow, are left to make test-slow) and names its 20
 #                slowest tests
-#   make test-slow  the tests marked slow (make serve from a fresh clone); CI runs both
+#   make test-slow  the tests marked slow (make serve from a fresh clone, the browser tests over
+#                the whole catalog); CI runs both
 #   make docs    builds the documentation site (mkdocs.yml, docs/) into site/, strict and offline
 #   make test-postgres  the store contract and end-to-end tests on a throwaway PostgreSQL cluster
 #                (installs Debian's postgresql when missing: needs root or sudo; a few minutes)
