@@ -1,6 +1,10 @@
 # Benchproof: two commands from a fresh clone do all the set-up (see README.md).
 #   make serve   creates .venv, installs, initialises ./var with fresh keys and demo data, serves
-#   make test    creates .venv, installs the test extras, runs the suite
+#   make test    creates .venv, installs the test extras, runs the suite on two workers (the
+#                minutes-long tests, marked slow, are left to make test-slow) and names its 20
+#                slowest tests
+#   make test-slow  the tests marked slow (make serve from a fresh clone, the browser tests over
+#                the whole catalog); CI runs both
 #   make docs    builds the documentation site (mkdocs.yml, docs/) into site/, strict and offline
 #   make test-golden    every answer and page of the catalog against the golden file (slow)
 #   make test-postgres  the store contract and end-to-end tests on a throwaway PostgreSQL cluster
@@ -14,8 +18,12 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PG_TESTS ?= tests/postgres tests/contract/test_store.py tests/e2e
 GOLDEN_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+# pytest-xdist: WORKERS processes; --dist loadfile keeps the tests of one file on one worker, so
+# a file's costly module fixture is built once (a session fixture: once per worker).
+WORKERS ?= 2
+XDIST := -n $(WORKERS) --dist loadfile
 
-.PHONY: serve test test-postgres test-golden lint docs bench reliability check-shared clean
+.PHONY: serve test test-slow test-postgres test-golden lint docs bench reliability check-shared clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,7 +45,10 @@ serve: $(VENV)/.runtime
 	$(BIN)/benchproof serve --data $(DATA) --host $(HOST) --port $(PORT) --demo
 
 test: $(VENV)/.test
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q $(XDIST) --durations=20 -m "not slow"
+
+test-slow: $(VENV)/.test
+	$(BIN)/pytest -q $(XDIST) --durations=20 -m slow
 
 # A cluster of its own on a free loopback port, stopped and removed afterwards (tests/pgcluster.py);
 # the last line is pytest's summary.

@@ -20,7 +20,12 @@ from service.web.auth import TokenStore
 def register(sub: Sub, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("serve", parents=[common], help="serve the HTTP API and pages (uvicorn)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    p.add_argument(
+        "--port",
+        type=int,
+        default=8000,
+        help="port (default 8000; 0: one the system picks, named in the line serve prints)",
+    )
     p.add_argument(
         "--demo",
         action="store_true",
@@ -125,25 +130,51 @@ def _serve(args: argparse.Namespace) -> int:
 
         open_log(args.data).close()  # a missing or unusable data directory fails here, once
         os.environ[SETTINGS_VARIABLE] = msgspec.json.encode(settings, enc_hook=str).decode()
-        sys.stderr.write(
-            f"benchproof: serving {args.data} on http://{args.host}:{args.port}"
-            f" with {args.workers} processes\n"
-        )
-        uvicorn.run(
-            "service.web.app:app_from_environment",
-            factory=True,
-            workers=args.workers,
-            host=args.host,
-            port=args.port,
-            **options,
-        )
-        return 0
-    app = create_app(settings)
-    # What is alive now (code, the app, caches' scaffolding) lives as long as the process:
-    # moving it out of the collector's generations keeps its pauses short under load.
-    gc.freeze()
-    sys.stderr.write(f"benchproof: serving {args.data} on http://{args.host}:{args.port}\n")
+        app: Any = "service.web.app:app_from_environment"
+        options |= {"factory": True, "workers": args.workers}
+        processes = f" with {args.workers} processes"
+    else:
+        app = create_app(settings)
+        # What is alive now (code, the app, caches' scaffolding) lives as long as the process:
+        # moving it out of the collector's generations keeps its pauses short under load.
+        gc.freeze()
+        processes = ""
+    if args.port == 0:
+        return _serve_on_a_picked_port(app, args, processes, options)
+    sys.stderr.write(
+        f"benchproof: serving {args.data} on http://{args.host}:{args.port}{processes}\n"
+    )
     uvicorn.run(app, host=args.host, port=args.port, **options)
+    return 0
+
+
+def _serve_on_a_picked_port(
+    app: Any, args: argparse.Namespace, processes: str, options: dict[str, Any]
+) -> int:
+    """``--port 0``: the socket is bound first, on a port the system picks, and the line names
+    that port, so that a caller (the tests) reads where the server is instead of choosing a
+    free port and racing others to it. Otherwise as ``uvicorn.run``."""
+    import uvicorn
+    from uvicorn.config import STARTUP_FAILURE
+    from uvicorn.supervisors import Multiprocess
+
+    config = uvicorn.Config(app, host=args.host, port=0, **options)
+    sock = config.bind_socket()
+    port = sock.getsockname()[1]
+    sys.stderr.write(f"benchproof: serving {args.data} on http://{args.host}:{port}{processes}\n")
+    sys.stderr.flush()
+    server = uvicorn.Server(config)
+    try:
+        if config.workers > 1:
+            Multiprocess(config, sockets=[sock]).run()
+        else:
+            server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()
+    if config.workers == 1 and not server.started:
+        sys.exit(STARTUP_FAILURE)
     return 0
 
 

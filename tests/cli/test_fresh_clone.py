@@ -7,13 +7,13 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
-import time
 from pathlib import Path
 
 import httpx
 import pytest
+
+from tests.servers import wait_served
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,35 +25,23 @@ def test_make_serve_from_a_fresh_clone(tmp_path: Path) -> None:
         pytest.skip("git and make are needed to clone and build")
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
     env["PATH"] = ":".join(p for p in env.get("PATH", "").split(":") if ".venv" not in p)
     log = (tmp_path / "serve.log").open("w")
+    # PORT=0: the server binds a port the system picks and names it in its serving line.
     proc = subprocess.Popen(
-        ["make", "serve", f"PORT={port}", f"DATA={tmp_path / 'var'}"],
+        ["make", "serve", "PORT=0", f"DATA={tmp_path / 'var'}"],
         cwd=clone,
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-    url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 420
-        while time.monotonic() < deadline:
-            assert proc.poll() is None, (tmp_path / "serve.log").read_text()[-3000:]
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.5)
-        else:
-            pytest.fail(
-                "make serve did not answer within 7 minutes:\n"
-                + (tmp_path / "serve.log").read_text()[-3000:]
-            )
+        try:
+            url = wait_served(proc, tmp_path / "serve.log", timeout=420)
+        except AssertionError as failed:
+            pytest.fail(f"make serve did not answer within 7 minutes:\n{failed}"[-3000:])
         page = httpx.get(f"{url}/v1/runs?limit=5").json()
         assert page["items"], "the demo data is empty"
         short = page["items"][0]["shortId"]

@@ -20,7 +20,7 @@ from keys import NoteSigner, SigningKey, sign_note
 from tests.cli.conftest import Runner
 from tests.corpora import corpus
 from tests.mirrors import ORIGIN, Origin, build_origin, grow, log_bytes
-from tests.servers import free_port, served
+from tests.servers import closed_port, served
 
 PUBLIC = "https://bench.example"
 
@@ -224,8 +224,11 @@ def test_bad_input_exits_2_and_takes_nothing(work: Path, bp: Runner, tmp_path: P
     assert r.returncode == 2 and "not a vkey" in r.stderr
     r = bp("import-log", tmp_path, "--log-key", work / "origin.vkey", "--data", data)
     assert r.returncode == 2 and "not a segment export" in r.stderr
-    unreachable = f"http://127.0.0.1:{free_port()}"
-    r = bp("import-log", "--server", unreachable, "--log-key", work / "origin.vkey", "--data", data)
+    with closed_port() as port:
+        unreachable = f"http://127.0.0.1:{port}"
+        r = bp(
+            "import-log", "--server", unreachable, "--log-key", work / "origin.vkey", "--data", data
+        )
     assert r.returncode == 2 and "cannot read" in r.stderr
     r = bp("import-log", "--log-key", work / "origin.vkey", "--data", data)
     assert r.returncode == 2

@@ -433,7 +433,9 @@ def test_sigkill_of_the_rerun_worker(tmp_path: Path) -> None:
     _cli_ok("ingest", "manifest", bundle_file, "--data", data)
     script = tmp_path / "harness.py"
     script.write_text(_HARNESS)
-    lease = 1.5  # seconds: what a killed worker's claim holds the request for
+    # Seconds: what a killed worker's claim holds the request for; long enough that the second
+    # worker, started on a loaded machine (two xdist workers), asks while the claim holds.
+    lease = 5.0
     seen: Counter[str] = Counter()
     rng = random.Random(1805)
     server = Server(data, log=tmp_path / "serve.log")

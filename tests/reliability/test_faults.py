@@ -467,9 +467,8 @@ def test_a_bad_key_file_stops_serve_and_writes_with_one_line(
             subprocess.run([sys.executable, "-c", _KEYGEN, str(path)], check=True)
         else:
             path.chmod(0o644)
-        port = str(_free_port())
         for args in (
-            ("serve", "--data", data, "--port", port),
+            ("serve", "--data", data, "--port", 0),
             ("ingest", "manifest", manifest, "--data", data),
         ):
             done = run_cli(*args, timeout=60)
@@ -497,12 +496,6 @@ _KEYGEN = textwrap.dedent(
     generate_key_file(Path(sys.argv[1]))
     """
 )
-
-
-def _free_port() -> int:
-    from tests.servers import free_port
-
-    return free_port()
 
 
 # --- a truncated database ------------------------------------------------------------------
@@ -557,7 +550,7 @@ def _refused_everywhere(data: Path) -> list[str]:
     for args in (
         ("runs", "list", "--data", data),
         ("ingest", "manifest", shared_file("seed-manifest.json"), "--data", data),
-        ("serve", "--data", data, "--port", str(_free_port())),
+        ("serve", "--data", data, "--port", 0),
     ):
         done = run_cli(*args, timeout=60)
         assert done.returncode == 4, (args, done.stdout, done.stderr)

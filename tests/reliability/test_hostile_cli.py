@@ -139,12 +139,7 @@ def test_dot_dot_and_absolute_paths_name_exactly_the_file_given(site: Site, tmp_
 
 def run_cli_in(cwd: Path, *args: object) -> object:
     """``run_cli`` from ``cwd`` (for relative paths)."""
-    here = Path.cwd()
-    os.chdir(cwd)
-    try:
-        return run_cli(*args)
-    finally:
-        os.chdir(here)
+    return run_cli(*args, cwd=cwd)
 
 
 def test_symlinks_out_of_the_folder(site: Site, tmp_path: Path) -> None:

@@ -64,7 +64,13 @@ class World:
     report: str = ""
     rerun: str = ""
     challenges: list[str] = field(default_factory=list)
-    wrong_tokens: list[str] = field(default_factory=list)
+    # Well-formed tokens the server never issued: made with the world, so that a test that
+    # sends them does not depend on another having run before it (on its xdist worker).
+    wrong_tokens: list[str] = field(
+        default_factory=lambda: [
+            auth.PREFIX + secrets.token_urlsafe(32) for _ in range(scale(2, 12))
+        ]
+    )
 
     @property
     def log(self) -> Path:
@@ -191,8 +197,7 @@ def _operator_routes(world: World) -> list[tuple[str, str, dict[str, Any]]]:
 
 def _bad_authorizations(world: World) -> list[tuple[str, dict[str, str]]]:
     token = world.site.token
-    wrong = [auth.PREFIX + secrets.token_urlsafe(32) for _ in range(scale(2, 12))]
-    world.wrong_tokens.extend(wrong)
+    wrong = world.wrong_tokens
     cases: list[tuple[str, dict[str, str]]] = [
         ("no Authorization", {}),
         ("empty Authorization", {"authorization": ""}),

@@ -41,7 +41,6 @@ import signal
 import sqlite3
 import subprocess
 import time
-import urllib.request
 from collections import Counter, defaultdict
 from collections.abc import Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -66,7 +65,7 @@ from service.commands.attest import statement
 from service.commands.keys import signed_event
 from tests import builders
 from tests.reliability.conftest import NO_LIMITS
-from tests.servers import SCRIPT, free_port
+from tests.servers import serve_command, wait_served
 
 T = TypeVar("T")
 
@@ -906,27 +905,16 @@ class Server:
 
     def start(self, timeout: float = 30.0) -> str:
         """Start it and wait until ``/healthz`` answers; return its base URL."""
-        port = free_port()
-        command = [SCRIPT, "serve", "--data", self.data, "--host", "127.0.0.1", "--port", port]
+        since = self.log.stat().st_size if self.log.exists() else 0
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(
-                [str(c) for c in (*command, *NO_LIMITS, *self.options)],
+                serve_command(self.data, *NO_LIMITS, *self.options),
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        self.url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                with urllib.request.urlopen(self.url + "/healthz", timeout=2) as answer:
-                    if answer.status == 200:
-                        return self.url
-            except OSError:
-                pass
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError("benchproof serve did not come up: " + self._tail())
-            time.sleep(0.05)
+        self.url = wait_served(self.proc, self.log, since=since, timeout=timeout)
+        return self.url
 
     def _tail(self) -> str:
         return self.log.read_text(errors="replace")[-2000:]
