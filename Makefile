@@ -1,6 +1,7 @@
 # Benchproof: two commands from a fresh clone do all the set-up (see README.md).
 #   make serve   creates .venv, installs, initialises ./var with fresh keys and demo data, serves
 #   make test    creates .venv, installs the test extras, runs the suite
+#   make docs    builds the documentation site (mkdocs.yml, docs/) into site/, strict and offline
 #   make test-postgres  the store contract and end-to-end tests on a throwaway PostgreSQL cluster
 #                (installs Debian's postgresql when missing: needs root or sudo; a few minutes)
 SHELL := /bin/bash
@@ -12,7 +13,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PG_TESTS ?= tests/postgres tests/contract/test_store.py tests/e2e
 
-.PHONY: serve test test-postgres lint bench reliability check-shared clean
+.PHONY: serve test test-postgres lint docs bench reliability check-shared clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +25,10 @@ $(VENV)/.runtime: pyproject.toml | $(BIN)/python
 
 $(VENV)/.test: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[test]'
+	touch $@ $(VENV)/.runtime
+
+$(VENV)/.docs: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[docs]'
 	touch $@ $(VENV)/.runtime
 
 serve: $(VENV)/.runtime
@@ -44,6 +49,13 @@ lint: $(VENV)/.test
 	$(BIN)/lint-imports
 	$(BIN)/python -m tests.contract.sqlrooms
 
+# The documentation site: every page of docs/ in mkdocs.yml's nav, every link and anchor checked
+# (--strict turns each warning into a failure), nothing fetched and nothing loaded from another
+# host (see mkdocs.yml). Its examples run in `make test` (the root conftest.py).
+docs: $(VENV)/.docs
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+	$(BIN)/python -m tests.docsite site
+
 bench: $(VENV)/.test
 	$(BIN)/python -m tests.bench
 
@@ -53,4 +65,4 @@ reliability: $(VENV)/.test
 	$(BIN)/python -m tests.reliability
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache site

@@ -1,4 +1,4 @@
-"""Root conftest: runs the Python examples in README.md (Sybil)."""
+"""Root conftest: runs the Python examples of README.md and of every page in docs/ (Sybil)."""
 
 import os
 from pathlib import Path
@@ -7,7 +7,11 @@ import pytest
 from sybil import Sybil
 from sybil.parsers.markdown import PythonCodeBlockParser
 
-pytest_collect_file = Sybil(parsers=[PythonCodeBlockParser()], patterns=["README.md"]).pytest()
+# Every ```python block of these files runs as a test, the blocks of one file in order and in
+# one namespace; pyproject.toml's testpaths names README.md and docs.
+pytest_collect_file = Sybil(
+    parsers=[PythonCodeBlockParser()], patterns=["README.md", "docs/*.md", "docs/*/*.md"]
+).pytest()
 
 POSTGRES_TESTS = Path(__file__).resolve().parent / "tests" / "postgres"
 

@@ -238,7 +238,7 @@ def sha256_digest(data: bytes) -> str:
 
 
 def digest(value: Any) -> str:
-    """Return ``H(v) = "sha256:" + hex(sha256(canonical_bytes(v)))`` (DESIGN.md §1).
+    """Return ``H(v) = "sha256:" + hex(sha256(canonical_bytes(v)))`` (docs/formats/digests.md).
 
     Raises:
         CanonicalizationError: as ``canonical_bytes``.

@@ -1,4 +1,4 @@
-"""Digests and comparison keys, exactly as KernelIndex computes them (DESIGN.md §1).
+"""Digests and comparison keys, exactly as KernelIndex computes them (docs/formats/digests.md).
 
 - ``H(v) = "sha256:" + hex(sha256(RFC 8785 bytes of v))`` (``events.canonical.digest``).
 - ``spec_digest(m) = H({"apiVersion", "kind", "spec"})`` of the normalised manifest; metadata
@@ -106,7 +106,7 @@ def comparison_key(
     correctness: str,
     metric: str,
 ) -> str:
-    """Return the comparison key of a run from its resolved parts (DESIGN.md §1)."""
+    """Return the comparison key of a run from its resolved parts (docs/formats/digests.md)."""
     return digest(
         {
             "v": 1,
@@ -170,7 +170,7 @@ def cohort_key(
     metric_set_key: str,
 ) -> str:
     """``H({modelDigest, tokenizer, workloadDigest, protocolKey, topologyKey, qualityPolicy,
-    metricSetKey})`` (DESIGN.md §1)."""
+    metricSetKey})`` (docs/formats/digests.md)."""
     return digest(
         {
             "modelDigest": model_digest,

@@ -8,6 +8,7 @@ from typing import assert_never
 
 import msgspec
 
+from events.authority import grant_applies, refusal
 from events.types import (
     AnyEvent,
     AttestationHidden,
@@ -31,9 +32,10 @@ from events.types import (
     RunRetracted,
     RunSuperseded,
     SourceRegistered,
+    event_tag,
 )
 
-__all__ = ["KeyView", "fold_keys", "may_sign"]
+__all__ = ["KeyView", "fold_keys"]
 
 
 class KeyView(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -54,48 +56,46 @@ class KeyView(msgspec.Struct, frozen=True, omit_defaults=True):
         return self.since <= seq and (self.until is None or seq < self.until)
 
 
-def may_sign(keys: Mapping[str, KeyView], signer: str, seq: int) -> KeyView | None:
-    """The signer's key if it could sign the entry at ``seq``."""
-    key = keys.get(signer)
-    return key if key is not None and key.valid_at(seq) else None
-
-
 def fold_keys(
     keys: Mapping[str, KeyView], event: AnyEvent, seq: int, signer: str
 ) -> Mapping[str, KeyView]:
     """Every key after the entry at ``seq`` signed by ``signer`` (a new mapping when something
-    changed). A key event takes effect only when its signer may make it: an index key registers
-    any key (the genesis entry registers the index key, signed by it), a community key registers
-    itself, an index key grants a community key the rerunner role, and a key is revoked or
-    rotated by an index key or by itself. Registration takes
-    effect for later entries; revocation and rotation from the next entry on; a rotated key's
-    successor inherits its role and name."""
-    by = may_sign(keys, signer, seq)
-    by_index = by is not None and by.role == "index"
+    changed). A key event takes effect only when its signer may make it (``events.authority``:
+    the genesis entry registers the index key, signed by it; an index key registers any key; a
+    community key registers itself; an index key grants a role; a key is revoked or rotated by
+    an index key or by itself), and only on a key it can change: a registration of a key new to
+    the log, a revocation or rotation of a key not ended yet (to a successor new to the log), a
+    grant that changes a key (``grant_applies``). Registration takes effect for later entries;
+    revocation and rotation from the next entry on; a rotated key's successor inherits its role
+    and name."""
     match event:
         case KeyRegistered():
-            genesis = not keys and seq == 0 and event.role == "index" and event.keyId == signer
-            own = event.role == "community" and event.keyId == signer
-            if event.keyId in keys or not (by_index or genesis or own):
+            if event.keyId in keys or _refused(keys, event, seq, signer):
                 return keys
             view = KeyView(event.keyId, event.role, event.name, event.publicKey, seq + 1)
             return {**keys, event.keyId: view}
         case KeyRevoked():
             old = keys.get(event.keyId)
-            if old is None or old.until is not None or not (by_index or (by is old)):
+            if old is None or old.until is not None or _refused(keys, event, seq, signer):
                 return keys
             return {**keys, event.keyId: _end(old, seq, revokedReason=event.reason)}
         case KeyGranted():
             old = keys.get(event.keyId)
-            if not by_index or old is None or not old.valid_at(seq + 1) or old.role == event.role:
+            if (
+                old is None
+                or not grant_applies(old, event.role, seq + 1)
+                or _refused(keys, event, seq, signer)
+            ):
                 return keys
-            if old.role not in ("community", "rerunner"):
-                return keys  # the index and log keys keep their roles
             return {**keys, event.keyId: msgspec.structs.replace(old, role=event.role)}
         case KeyRotated():
             old = keys.get(event.keyId)
-            allowed = by_index or (by is old)
-            if old is None or old.until is not None or event.newKeyId in keys or not allowed:
+            if (
+                old is None
+                or old.until is not None
+                or event.newKeyId in keys
+                or _refused(keys, event, seq, signer)
+            ):
                 return keys
             new = KeyView(event.newKeyId, old.role, old.name, event.newPublicKey, seq + 1)
             return {
@@ -125,6 +125,10 @@ def fold_keys(
             return keys
         case _:
             assert_never(event)
+
+
+def _refused(keys: Mapping[str, KeyView], event: AnyEvent, seq: int, signer: str) -> bool:
+    return refusal(event_tag(event), signer, keys, seq, event) is not None
 
 
 def _end(view: KeyView, seq: int, **changes: str) -> KeyView:

@@ -192,7 +192,7 @@ class Batch:
             signer.name if signer is not None else "",
             self.tolerance,
         )
-        if type(event) is PolicyChanged and event.policy == POLICY_NAME and role == "index":
+        if type(event) is PolicyChanged and event.policy == POLICY_NAME and ctx.permits(event):
             # In force from the next entry on; a policy whose parameters are not one is void.
             self.tolerance = policy_from(event.version, event.parameters) or self.tolerance
         if entry.type.startswith("key."):  # only key events change the keyring

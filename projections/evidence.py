@@ -1,4 +1,4 @@
-"""Evidence levels (DESIGN.md §7), derived only from events, never chosen by a submitter.
+"""Evidence levels (docs/evidence.md), derived only from events, never chosen by a submitter.
 
 ``reported`` (as published) -> ``reproducible`` (source available, identity complete, raw
 evidence present) -> ``verified`` (an index-controlled rerun, signed by a rerunner key, passed

@@ -105,7 +105,7 @@ def record_ops(event: AnyEvent, ctx: Context, carried: dict[str, dict[str, Any]]
             row = (at, event.reason, event.attestationId, ctx.signer)
             return (Update("attestation_withdrawn", row),)
         case AttestationHidden():
-            if ctx.signerRole != "index":  # moderation is the index's alone
+            if not ctx.permits(event):  # moderation is the index's alone
                 return ()
             return (Update("attestation_hidden", (at, event.reason, event.attestationId)),)
         case ReportFiled():
@@ -123,7 +123,7 @@ def record_ops(event: AnyEvent, ctx: Context, carried: dict[str, dict[str, Any]]
             )
             return (Insert("p_reports", row),)
         case ReportResolved():
-            if ctx.signerRole != "index":  # only the index resolves reports
+            if not ctx.permits(event):  # only the index resolves reports
                 return ()
             return (Update("report_resolved", (at, event.resolution, event.note, event.reportId)),)
         case RerunRequested():
@@ -173,7 +173,7 @@ def record_ops(event: AnyEvent, ctx: Context, carried: dict[str, dict[str, Any]]
             )
             return (Insert("p_citations", row),)
         case PolicyChanged():
-            if ctx.signerRole != "index":  # only the index sets a policy
+            if not ctx.permits(event):  # only the index sets a policy
                 return ()
             return (
                 Insert(

@@ -11,6 +11,7 @@ from typing import Any, assert_never
 
 import msgspec
 
+from events.authority import by_role
 from events.identity import (
     primary_measurement,
     serving_metric_set_key,
@@ -41,6 +42,7 @@ from events.types import (
     RunRetracted,
     RunSuperseded,
     SourceRegistered,
+    event_tag,
 )
 from projections.evidence import evidence_of, with_evidence
 from projections.resolve import resolve, resolved_fields
@@ -70,6 +72,11 @@ class Context(msgspec.Struct, frozen=True):
     signerName: str = ""  # its registered name: the identity of a rerunner
     tolerance: TolerancePolicy = DEFAULT_POLICY  # the tolerance policy in force at the entry
 
+    def permits(self, event: AnyEvent) -> bool:
+        """May the entry's signer (of ``signerRole`` at its position) write ``event``
+        (``events.authority``)? An entry it may not write changes no view."""
+        return by_role(event_tag(event), self.signerRole, self.signer, event) is None
+
 
 _HIGHER_IS_BETTER_UNITS = frozenset(
     {
@@ -98,7 +105,7 @@ _HIGHER_IS_BETTER_WORDS = (
 @functools.lru_cache(maxsize=4096)
 def direction_of(metric: str | None, unit: str | None) -> Direction:
     """Ranking direction from the metric: time-valued metrics rank lower-first, throughput-like
-    ones higher-first (DESIGN.md §1)."""
+    ones higher-first (docs/formats/digests.md)."""
     if unit in _HIGHER_IS_BETTER_UNITS:
         return "higher"
     name = (metric or "").lower()
@@ -282,15 +289,15 @@ def _with_request(view: RunView, changed: RerunRequest) -> tuple[RerunRequest, .
 
 
 def _claimed(view: RunView, event: RerunClaimedV2, ctx: Context) -> RerunRequest | None:
-    """The request after this claim, or None if the claim does not count: a rerunner key
-    claiming for itself an open request that no other worker's lease holds at the claim's
-    recording time (the lease's own end decides, so replay decides the same)."""
+    """The request after this claim, or None if the claim does not count: a claim its signer
+    may make (``Context.permits``: a rerunner key claiming for itself) of an open request that
+    no other worker's lease holds at the claim's recording time (the lease's own end decides, so
+    replay decides the same)."""
     request = _request(view, event.requestId)
     if (
         request is None
         or request.completedSeq is not None
-        or ctx.signerRole != "rerunner"
-        or ctx.signer != event.worker
+        or not ctx.permits(event)
         or not _after(event.leaseUntil, ctx.recordedAt)
         or (request.claimer not in (None, event.worker) and request.leased_at(ctx.recordedAt))
     ):
@@ -339,7 +346,7 @@ def fold_run(digest: str, view: RunView | None, event: AnyEvent, ctx: Context) -
                 return view
             return with_evidence(_replace(view, retractedReason=event.reason))
         case RerunRequested():
-            if view is None or event.runDigest != digest or ctx.signerRole != "index":
+            if view is None or event.runDigest != digest or not ctx.permits(event):
                 return view
             request = RerunRequest(ctx.payloadDigest, ctx.seq, event.reason)
             return _replace(view, rerunRequests=(*view.rerunRequests, request))
@@ -349,7 +356,7 @@ def fold_run(digest: str, view: RunView | None, event: AnyEvent, ctx: Context) -
                 return view
             return _replace(view, rerunRequests=_with_request(view, claimed))
         case RerunCompletedV2():
-            if view is None or event.runDigest != digest or ctx.signerRole != "rerunner":
+            if view is None or event.runDigest != digest or not ctx.permits(event):
                 return view
             answered = _answered(view, event, ctx)
             if answered is None:
@@ -363,7 +370,7 @@ def fold_run(digest: str, view: RunView | None, event: AnyEvent, ctx: Context) -
                 )
             )
         case RerunCompleted():
-            if view is None or event.runDigest != digest or ctx.signerRole != "rerunner":
+            if view is None or event.runDigest != digest or not ctx.permits(event):
                 return view
             rerun = _rerun(view, event, ctx)
             return with_evidence(_replace(view, reruns=(*view.reruns, rerun)))

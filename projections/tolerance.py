@@ -1,4 +1,4 @@
-"""The tolerance policy, and the index's judgement of a rerun by it (DESIGN.md §7).
+"""The tolerance policy, and the index's judgement of a rerun by it (docs/evidence.md).
 
 A rerun matches a run when the chosen statistic of what it measured (``median`` of the raw
 samples of a ``rerun.completed.v2``; the one measured value of a v1 entry) lies within a relative

@@ -1,5 +1,5 @@
 """Community attestations and reports. They are shown and counted; they never change a run's
-evidence level (DESIGN.md §7).
+evidence level (docs/evidence.md).
 
 An attestation entry's envelope is the attester's own DSSE envelope over an in-toto Statement
 v1 (``application/vnd.in-toto+json``) whose subject is the run by its digest; the log stores those

@@ -1,4 +1,4 @@
-"""The application layer: one function per use case (DESIGN.md §2).
+"""The application layer: one function per use case (docs/rooms.md).
 
 The edges call it and only translate: the CLI (``service.commands``) turns arguments into calls
 and answers into text or JSON lines, the HTTP API and pages (``service.web``) turn requests into

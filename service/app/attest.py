@@ -3,7 +3,7 @@ with its exact signed envelope.
 
 A posted attestation is checked whole before it is appended: the envelope (strict, one
 signature, ``application/vnd.in-toto+json``), the run ``ref`` names, the key (registered and
-valid now, a role that may attest: community or rerunner, never the index or log key), the
+valid now, a role that may attest: ``events.authority``, never the index or log key), the
 signature over the PAE with that key, the statement (in-toto Statement v1, one subject: the
 run's permalink and digest; the predicate type picks the entry type, and only
 ``ATTESTATION_PREDICATE`` is taken) and its predicate (``PREDICATE_SCHEMA``, served at
@@ -18,33 +18,43 @@ from __future__ import annotations
 import base64
 import contextlib
 from collections.abc import Awaitable, Callable, Mapping
-from importlib import resources
-from typing import Annotated, Any, Literal, NamedTuple, get_args
-from urllib.parse import urlsplit
+from typing import NamedTuple
 
 import msgspec
-from msgspec import UNSET, Meta, UnsetType
 
-from events.decoding import STATEMENT_TYPE
+from events.authority import refusal, writers
 from events.entries import INTOTO_PAYLOAD_TYPE, Pending, payload_digest
 from events.keyring import KeyView
 from events.port import LogReader, Session
 from events.stores import open_reader
 from events.stores.sqlbase import SqlLog
-from events.types.attestations import ATTESTATION_PREDICATE
 from keys import VerifyingKey
 from projections import queries
 from projections.errors import UnknownRun
 from service.app.cursors import one_page, position_after
-from service.app.keys import Admit, SignedBody, check_signature, read_envelope, unique_members
+from service.app.keys import Admit, SignedBody, check_signature, read_envelope
 from service.app.log import Proof, latest_checkpoint
+from service.app.statements import (
+    KINDS,
+    MAX_NOTE_BYTES,
+    MAX_STATEMENT_BYTES,
+    PREDICATE_SCHEMA,
+    InvalidStatement,
+    Kind,
+    Predicate,
+    UnsupportedPredicate,
+    predicate_schema,
+    read_statement,
+    statement_of,
+)
 from service.core.ledger import Ledger
-from service.errors import NotFound, ServiceError, UsageError
+from service.errors import NotFound, ServiceError
 
 __all__ = [
     "ATTESTING_ROLES",
     "KINDS",
     "MAX_NOTE_BYTES",
+    "MAX_STATEMENT_BYTES",
     "PREDICATE_SCHEMA",
     "AttestationPage",
     "AttestationRecord",
@@ -68,11 +78,7 @@ __all__ = [
     "statement_of",
 ]
 
-Kind = Literal["reproduced", "could-not-reproduce", "environment-note", "regression-observed"]
-KINDS: tuple[str, ...] = get_args(Kind)
-ATTESTING_ROLES = frozenset({"community", "rerunner"})
-MAX_NOTE_BYTES = 4096
-PREDICATE_SCHEMA = "attestation-v1.schema.json"
+ATTESTING_ROLES = writers("attestation.posted.v1")  # events.authority
 
 
 class UnknownAttester(ServiceError):
@@ -81,14 +87,6 @@ class UnknownAttester(ServiceError):
 
 class RoleMayNotAttest(ServiceError):
     """The signing key's role may not post attestations (the index and log keys)."""
-
-
-class InvalidStatement(UsageError):
-    """The payload is not an in-toto Statement v1 whose predicate matches the schema."""
-
-
-class UnsupportedPredicate(UsageError):
-    """The statement's predicate type is not one an attestation entry takes."""
 
 
 class UnknownSubject(ServiceError):
@@ -101,45 +99,6 @@ class SubjectMismatch(ServiceError):
 
 class UnknownAttestation(NotFound):
     """No attestation (shown at that size) has this id."""
-
-
-_Short = Annotated[str, Meta(min_length=1, max_length=64)]
-_Url = Annotated[str, Meta(max_length=2048)]
-
-
-class Predicate(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
-    """The attestation predicate (``PREDICATE_SCHEMA``); ``value`` without ``statistic`` means
-    the run's primary statistic."""
-
-    kind: Kind
-    value: float | UnsetType = UNSET
-    unit: _Short | UnsetType = UNSET
-    statistic: _Short | UnsetType = UNSET
-    environment: dict[str, Any] | UnsetType = UNSET
-    evidenceUrls: Annotated[list[_Url], Meta(max_length=16)] | UnsetType = UNSET
-    note: str | UnsetType = UNSET
-
-
-class _Digest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    sha256: Annotated[str, Meta(pattern=r"^[0-9a-f]{64}\Z")]
-
-
-class _Subject(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    name: str
-    digest: _Digest
-
-
-class _Statement(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename={"type_": "_type"}
-):
-    type_: str
-    subject: list[_Subject]
-    predicateType: str
-    predicate: msgspec.Raw
-
-
-_STATEMENT = msgspec.json.Decoder(_Statement)
-_PREDICATE = msgspec.json.Decoder(Predicate)
 
 
 class Posted(msgspec.Struct, frozen=True):
@@ -160,71 +119,18 @@ class Posting(NamedTuple):
     new: bool
 
 
-MAX_STATEMENT_BYTES = 47 * 1024
-"""The largest statement an attestation may sign (its note is bounded apart, at 4 KiB): in
-base64 in its envelope, it still fits a log entry (65,535 bytes, ``events.tiles.MAX_LEAF``)."""
-
-
-def statement_of(run_digest: str, predicate: dict[str, Any]) -> dict[str, Any]:
-    """The in-toto Statement v1 of an attestation about the run ``run_digest``
-    (``sha256:<hex>``), whose one subject is the run by its digest, named by its permalink."""
-    return {
-        "_type": STATEMENT_TYPE,
-        "subject": [{"name": f"/runs/{run_digest}", "digest": {"sha256": run_digest[7:]}}],
-        "predicateType": ATTESTATION_PREDICATE,
-        "predicate": predicate,
-    }
-
-
-def predicate_schema() -> bytes:
-    """The JSON Schema of the attestation predicate, as served."""
-    return resources.files("service.app").joinpath("schemas", PREDICATE_SCHEMA).read_bytes()
-
-
-def _statement(payload: bytes) -> tuple[str, Predicate]:
-    """The subject digest (``sha256:<hex>``) and the predicate of an attestation statement."""
-    try:
-        unique_members(payload)
-        statement = _STATEMENT.decode(payload)
-    except (ValueError, msgspec.DecodeError) as exc:
-        raise InvalidStatement(f"not an in-toto Statement v1: {exc}") from None
-    if statement.type_ != STATEMENT_TYPE:
-        raise InvalidStatement(f"_type must be {STATEMENT_TYPE}")
-    if statement.predicateType != ATTESTATION_PREDICATE:
-        raise UnsupportedPredicate(
-            f"predicateType must be {ATTESTATION_PREDICATE}",
-            predicateType=statement.predicateType,
-        )
-    if len(statement.subject) != 1:
-        raise InvalidStatement("the statement must have exactly one subject: the run")
-    subject = statement.subject[0]
-    digest = "sha256:" + subject.digest.sha256
-    if subject.name != f"/runs/{digest}":
-        raise InvalidStatement(f"the subject's name must be the run's permalink /runs/{digest}")
-    try:
-        predicate = _PREDICATE.decode(statement.predicate)
-    except msgspec.DecodeError as exc:
-        raise InvalidStatement(f"predicate: {exc}") from None
-    if isinstance(predicate.note, str) and len(predicate.note.encode()) > MAX_NOTE_BYTES:
-        raise InvalidStatement(f"predicate: `note` is over {MAX_NOTE_BYTES} bytes of UTF-8")
-    for url in predicate.evidenceUrls or []:
-        parts = urlsplit(url)
-        if parts.scheme != "https" or not parts.hostname:
-            raise InvalidStatement(f"predicate: evidence URL {url!r} is not an https URL")
-    return digest, predicate
-
-
 def _attester(keys: Mapping[str, KeyView], signed: SignedBody, size: int) -> VerifyingKey:
+    """The attester's key, if the authority lets it post the entry at ``size`` (the next)."""
     keyid = signed.signature.keyid
-    key = keys.get(keyid)
-    if key is None or not key.valid_at(size):
+    refused = refusal("attestation.posted.v1", keyid, keys, size)
+    if refused is not None and refused.rule == "role":
+        raise RoleMayNotAttest(f"a {refused.role} key may not post attestations", keyId=keyid)
+    if refused is not None:
         raise UnknownAttester(
             "the signing key is not registered, or no longer valid: register it first",
             keyId=keyid,
         )
-    if key.role not in ATTESTING_ROLES:
-        raise RoleMayNotAttest(f"a {key.role} key may not post attestations", keyId=keyid)
-    return VerifyingKey.from_raw(base64.b64decode(key.publicKey))
+    return VerifyingKey.from_raw(base64.b64decode(keys[keyid].publicKey))
 
 
 class _Checked(NamedTuple):
@@ -245,7 +151,7 @@ def _check(ledger: Ledger, ref: str, body: bytes, reads: SqlLog) -> _Checked:
     digest = queries.resolve_run(conn, ref)
     size = queries.current_size(conn)
     check_signature(signed, _attester(ledger.keyring(conn), signed, size))
-    subject, _ = _statement(signed.payload)
+    subject, _ = read_statement(signed.payload)
     if subject != digest:
         try:
             queries.resolve_run(conn, subject)

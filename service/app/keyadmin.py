@@ -17,6 +17,7 @@ from typing import Literal, TypeVar
 
 import msgspec
 
+from events.authority import ONLINE_ROLES, grant_applies, own_key_event
 from events.entries import EVENT_PAYLOAD_TYPE, Pending
 from events.keyring import KeyView
 from events.port import Session
@@ -43,10 +44,9 @@ __all__ = [
     "revoke_by_operator",
     "revoke_itself",
     "signed_event",
-    "valid_signer",
 ]
 
-MANAGED_ROLES = frozenset({"community", "rerunner"})
+MANAGED_ROLES = ONLINE_ROLES  # the keys revoked and granted here (events.authority)
 MAX_REASON_BYTES = 4096
 
 E = TypeVar("E", bound=Event)
@@ -103,18 +103,6 @@ def signed_event(signed: SignedBody, kind: type[E]) -> E:
     return event
 
 
-def valid_signer(keys: Mapping[str, KeyView], key_id: str, size: int) -> VerifyingKey:
-    """The key ``key_id`` if it may sign the entry at ``size`` (the next one).
-
-    Raises:
-        UnknownSigner: not registered, or revoked or rotated away.
-    """
-    key = keys.get(key_id)
-    if key is None or not key.valid_at(size):
-        raise UnknownSigner("the signing key is not registered, or no longer valid", keyId=key_id)
-    return VerifyingKey.from_raw(base64.b64decode(key.publicKey))
-
-
 def _managed(keys: Mapping[str, KeyView], key_id: str, size: int) -> KeyView:
     """The key ``key_id``, valid and of a role the API manages."""
     key = keys.get(key_id)
@@ -139,7 +127,7 @@ def revoke_itself(ledger: Ledger, key_id: str, body: bytes, *, admit: Admit) -> 
     """
     signed = read_envelope(body, EVENT_PAYLOAD_TYPE)
     event = signed_event(signed, KeyRevoked)
-    if not key_id == event.keyId == signed.signature.keyid:
+    if key_id != event.keyId or not own_key_event(event, signed.signature.keyid):
         raise KeyMismatch(
             "a key revokes itself: the URL, the event's keyId and the envelope's keyid must agree",
             keyId=event.keyId,
@@ -223,18 +211,18 @@ def grant_role(ledger: Ledger, key_id: str, body: bytes) -> Recorded:
         raise UsageError(f'the body must be {{"role": "rerunner"}}: {exc}') from None
     event = KeyGranted(keyId=key_id, role=role)
     with ledger.store.snapshot() as conn:
-        _community(queries.keyring(conn), key_id, ledger.store.refresh())
+        _community(queries.keyring(conn), key_id, ledger.store.refresh(), role)
     pending = pending_of(event, key_id)
 
     def still_community(session: Session) -> None:
-        _community(ledger.projections.keyring(), key_id, ledger.store.refresh())
+        _community(ledger.projections.keyring(), key_id, ledger.store.refresh(), role)
 
     appended = ledger.append_pending([pending], check=still_community)[0]
     return Recorded(appended.payloadDigest, appended.seq)
 
 
-def _community(keys: Mapping[str, KeyView], key_id: str, size: int) -> None:
-    if _managed(keys, key_id, size).role != "community":
+def _community(keys: Mapping[str, KeyView], key_id: str, size: int, role: str) -> None:
+    if not grant_applies(_managed(keys, key_id, size), role, size):
         raise NotCommunity("only a community key is granted a role", keyId=key_id)
 
 

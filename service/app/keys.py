@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 import msgspec
 
+from events.authority import SELF_REGISTERING_ROLE
 from events.entries import EVENT_PAYLOAD_TYPE, Pending
 from events.keyring import KeyView
 from events.port import Session
@@ -233,8 +234,10 @@ def _registration(signed: SignedBody) -> tuple[KeyRegistered, str]:
         raise InvalidRegistration(
             "the payload must be exactly the event's encoding (no unknown or repeated fields)"
         )
-    if event.role != "community":
-        raise InvalidRegistration(f"a key registers itself as community, not {event.role}")
+    if event.role != SELF_REGISTERING_ROLE:
+        raise InvalidRegistration(
+            f"a key registers itself as {SELF_REGISTERING_ROLE}, not {event.role}"
+        )
     if not valid_key_name(event.name):
         raise InvalidRegistration(
             f"invalid key name {event.name!r}: non-empty UTF-8 with no spaces and no '+'"

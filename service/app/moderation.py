@@ -11,24 +11,29 @@ appends nothing.
 
 from __future__ import annotations
 
+import base64
+from collections.abc import Mapping
 from typing import Literal
 
 import msgspec
 
+from events.authority import attester_refusal, refusal
 from events.entries import EVENT_PAYLOAD_TYPE, Pending
+from events.keyring import KeyView
 from events.port import Session
 from events.strictjson import check_strict_json
 from events.types import AttestationHidden, AttestationWithdrawn, ReportResolved
+from keys import VerifyingKey
 from projections import queries
-from service.app.attest import UnknownAttestation
+from service.app.attest import RoleMayNotAttest, UnknownAttestation
 from service.app.keyadmin import (
     MAX_REASON_BYTES,
     InvalidEvent,
     Recorded,
+    UnknownSigner,
     bounded_text,
     reason_of,
     signed_event,
-    valid_signer,
 )
 from service.app.keys import Admit, check_signature, read_envelope
 from service.core.ledger import Ledger, pending_of
@@ -100,11 +105,12 @@ def withdraw_attestation(
     store = ledger.store
     with store.snapshot() as conn:
         state = _state(conn, attestation_id)
-        if keyid != state.attester:
-            raise NotTheAttester(
-                "only the key that posted the attestation withdraws it", attester=state.attester
-            )
-        check_signature(signed, valid_signer(queries.keyring(conn), keyid, store.refresh()))
+        if attester_refusal(keyid, state.attester) is not None:  # before the key's own checks
+            raise _not_the_attester(state.attester)
+        withdrawer = _withdrawer(
+            queries.keyring(conn), event, keyid, state.attester, store.refresh()
+        )
+        check_signature(signed, withdrawer)
         _not_withdrawn(conn, attestation_id)
     admit(keyid)
     pending = Pending(
@@ -115,11 +121,36 @@ def withdraw_attestation(
     )
 
     def still_possible(session: Session) -> None:
-        valid_signer(ledger.projections.keyring(), keyid, store.refresh())
+        _withdrawer(ledger.projections.keyring(), event, keyid, state.attester, store.refresh())
         _not_withdrawn(session, attestation_id)
 
     appended = ledger.append_pending([pending], check=still_possible)[0]
     return Recorded(appended.payloadDigest, appended.seq)
+
+
+def _withdrawer(
+    keys: Mapping[str, KeyView],
+    event: AttestationWithdrawn,
+    keyid: str,
+    attester: str,
+    size: int,
+) -> VerifyingKey:
+    """The attester's key, if the authority lets it sign the withdrawal at ``size`` (the next
+    entry): valid there, of a role that attests."""
+    refused = refusal("attestation.withdrawn.v1", keyid, keys, size, event, attester=attester)
+    if refused is not None and refused.rule == "attester":
+        raise _not_the_attester(attester)
+    if refused is not None and refused.rule == "role":
+        raise RoleMayNotAttest(f"a {refused.role} key may not withdraw attestations", keyId=keyid)
+    if refused is not None:
+        raise UnknownSigner("the signing key is not registered, or no longer valid", keyId=keyid)
+    return VerifyingKey.from_raw(base64.b64decode(keys[keyid].publicKey))
+
+
+def _not_the_attester(attester: str) -> NotTheAttester:
+    return NotTheAttester(
+        "only the key that posted the attestation withdraws it", attester=attester
+    )
 
 
 def _not_hidden(conn: Session, attestation_id: str) -> None:

@@ -1,6 +1,6 @@
 """Reports: anybody may report a problem with a run (anonymously). The index signs and appends
 ``report.filed.v1``; a run with an unresolved report is "under review" (its dossier says so).
-A report never changes the run's evidence level (DESIGN.md §7)."""
+A report never changes the run's evidence level (docs/evidence.md)."""
 
 from __future__ import annotations
 

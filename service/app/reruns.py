@@ -1,4 +1,4 @@
-"""Index-controlled reruns (DESIGN.md §7): an operator requests one, a rerunner's worker claims it
+"""Index-controlled reruns (docs/evidence.md): an operator requests one, a rerunner's worker claims it
 for a lease, runs the harness, and posts the measurement; the index judges it.
 
 - ``request_rerun``: the index records ``rerun.requested.v1`` on the run.
@@ -17,13 +17,13 @@ Every check is made before anything is appended, and again inside the append's t
 
 from __future__ import annotations
 
-import contextlib
+import base64
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import Any, Literal
 
 import msgspec
 
+from events.authority import refusal, worker_refusal
 from events.decoding import InvalidStatement as BadStatement
 from events.decoding import statement_event
 from events.entries import (
@@ -38,14 +38,24 @@ from events.port import Session
 from events.stores.sqlbase import SqlLog
 from events.strictjson import check_strict_json
 from events.types import RERUN_PREDICATE_V2, RerunClaimedV2, RerunCompletedV2, RerunRequested
+from keys import VerifyingKey
 from projections import queries
 from projections.tolerance import to_ns
 from projections.views import RerunRequest, RunView, instant_of
 from service.app.attest import Posting, receipt
-from service.app.keyadmin import InvalidEvent, Recorded, bounded_text, signed_event, valid_signer
+from service.app.keyadmin import InvalidEvent, Recorded, UnknownSigner, bounded_text, signed_event
 from service.app.keys import KeyMismatch, SignedBody, check_signature, read_envelope
+from service.app.rerunlist import (
+    RerunItem,
+    RerunPage,
+    UnknownRequest,
+    found_request,
+    needs,
+    request_bundle,
+    rerun_list,
+)
 from service.core.ledger import Ledger, pending_of
-from service.errors import NotFound, ServiceError, UsageError
+from service.errors import ServiceError, UsageError
 from service.harness.environment import matches
 
 __all__ = [
@@ -71,15 +81,7 @@ __all__ = [
 MAX_LEASE = timedelta(hours=1)
 """The longest lease a claim may ask for."""
 
-CPU_ARCHITECTURES = frozenset(
-    {"x86_64", "amd64", "i686", "aarch64", "arm64", "riscv64", "ppc64le", "s390x"}
-)
-
-State = Literal["pending", "claimed", "completed"]
-
-
-class UnknownRequest(NotFound):
-    """No rerun request has this id."""
+_CLAIM, _RESULT = "rerun.claimed.v2", "rerun.completed.v2"
 
 
 class NotRerunner(ServiceError):
@@ -110,127 +112,6 @@ class NotRerunnable(ServiceError):
 
 class InvalidResult(UsageError):
     """Not a rerun result statement the v2 predicate allows (a verdict of its own included)."""
-
-
-def needs(view: RunView) -> dict[str, str] | None:
-    """The environment a rerun of the run needs: ``kind`` (``cpu`` when the architecture is a
-    CPU's, else ``gpu``), ``model`` and ``architecture`` from its environment manifest (None:
-    the run names no hardware)."""
-    if view.hardware is None or view.hardwareArchitecture is None:
-        return None
-    cpu = view.hardwareArchitecture.strip().lower() in CPU_ARCHITECTURES
-    out = {
-        "kind": "cpu" if cpu else "gpu",
-        "model": view.hardware,
-        "architecture": view.hardwareArchitecture,
-    }
-    if view.hardwareVendor:
-        out["vendor"] = view.hardwareVendor
-    return out
-
-
-class RerunItem(msgspec.Struct, frozen=True, omit_defaults=True):
-    """A rerun request and its state now."""
-
-    requestId: str
-    runDigest: str
-    reason: str
-    requestedAt: int
-    state: State
-    needs: dict[str, str] | None = None
-    minSamples: int | None = None  # what the tolerance policy in force asks of a result
-    claimer: str | None = None
-    leaseUntil: str | None = None
-    completedAt: int | None = None
-
-
-class RerunPage(msgspec.Struct, frozen=True):
-    """The rerun requests in the state asked for, oldest first."""
-
-    items: list[RerunItem]
-    asOf: int
-
-
-def _state(request: RerunRequest, now: str) -> State:
-    if request.completedSeq is not None:
-        return "completed"
-    return "claimed" if request.leased_at(now) else "pending"
-
-
-def _found(conn: Session, request_id: str) -> tuple[RunView, RerunRequest]:
-    """The run a request is about (its view now) and the request as that view holds it.
-
-    Raises:
-        UnknownRequest: no request of the index has this id.
-    """
-    digest = queries.rerun_request_run(conn, request_id)
-    view = queries.run_view(conn, digest) if digest is not None else None
-    request = None
-    if view is not None:
-        request = next((r for r in view.rerunRequests if r.requestId == request_id), None)
-    if view is None or request is None:
-        raise UnknownRequest(f"no rerun request {request_id}", id=request_id)
-    return view, request
-
-
-def rerun_list(conn: Session, *, size: int, now: str, state: str | None) -> RerunPage:
-    """The requests (in ``state``, if given) as they stand at the instant ``now``.
-
-    Raises:
-        UsageError: ``state`` is not pending, claimed or completed.
-    """
-    if state not in (None, "pending", "claimed", "completed"):
-        raise UsageError("state must be pending, claimed or completed", state=state)
-    items = []
-    policy = queries.tolerance_policy(conn)
-    for request_id in queries.rerun_request_ids(conn):
-        with contextlib.suppress(UnknownRequest):  # a request the fold did not take
-            view, request = _found(conn, request_id)
-            now_state = _state(request, now)
-            if state is None or now_state == state:
-                items.append(
-                    RerunItem(
-                        requestId=request.requestId,
-                        runDigest=view.runDigest,
-                        reason=request.reason,
-                        requestedAt=request.seq,
-                        state=now_state,
-                        needs=needs(view),
-                        minSamples=policy.of(view.comparabilityFamily).minSamples,
-                        claimer=request.claimer,
-                        leaseUntil=request.leaseUntil,
-                        completedAt=request.completedSeq,
-                    )
-                )
-    return RerunPage(items, size)
-
-
-def request_bundle(conn: Session, log: SqlLog, request_id: str) -> dict[str, Any]:
-    """The harness's input material for a request: the run's digest and the manifests it was
-    ingested with, by role.
-
-    Raises:
-        UnknownRequest: no request of the index has this id.
-    """
-    view, _ = _found(conn, request_id)
-    bundle = dict(queries.run_bundle(conn, log, view.runDigest) or {})
-    # Manifests the run waited on and that came later (manifest.recorded) complete it.
-    spec = bundle.get("run", {}).get("spec", {})
-    for role, field in _REFERENCES.items():
-        digest = spec.get(field)
-        if role not in bundle and isinstance(digest, str):
-            found = queries.manifest(conn, digest)
-            if found is not None:
-                bundle[role] = found
-    return {"runDigest": view.runDigest, "requestId": request_id, "manifests": bundle}
-
-
-_REFERENCES = {
-    "protocol": "protocolDigest",
-    "environment": "environmentDigest",
-    "workload": "workloadDigest",
-    "implementation": "implementationDigest",
-}
 
 
 class _Reason(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -269,10 +150,15 @@ def request_rerun(ledger: Ledger, ref: str, body: bytes) -> tuple[Recorded, bool
     return Recorded(appended.payloadDigest, appended.seq), appended.new
 
 
-def _rerunner(keys: Mapping[str, KeyView], key_id: str, size: int) -> None:
-    valid_signer(keys, key_id, size)
-    if keys[key_id].role != "rerunner":
-        raise NotRerunner(f"a {keys[key_id].role} key may not run reruns", keyId=key_id)
+def _rerunner(keys: Mapping[str, KeyView], entry_type: str, key_id: str, size: int) -> VerifyingKey:
+    """The worker's key, if the authority lets it sign the ``entry_type`` entry at ``size``
+    (the next)."""
+    refused = refusal(entry_type, key_id, keys, size)
+    if refused is not None and refused.rule == "role":
+        raise NotRerunner(f"a {refused.role} key may not run reruns", keyId=key_id)
+    if refused is not None:
+        raise UnknownSigner("the signing key is not registered, or no longer valid", keyId=key_id)
+    return VerifyingKey.from_raw(base64.b64decode(keys[key_id].publicKey))
 
 
 def _instant(ledger: Ledger) -> str:
@@ -296,13 +182,12 @@ def claim_rerun(
     keyid = signed.signature.keyid
     if event.requestId != request_id:
         raise InvalidEvent("the claim names another request than the URL")
-    if event.worker != keyid:
+    if worker_refusal(event, keyid) is not None:
         raise KeyMismatch("a worker claims for itself: worker and envelope keyid must agree")
     conn = reads.session
     keys = ledger.keyring(conn)
-    _rerunner(keys, keyid, queries.current_size(conn))
-    check_signature(signed, valid_signer(keys, keyid, queries.current_size(conn)))
-    view, request = _found(conn, request_id)
+    check_signature(signed, _rerunner(keys, _CLAIM, keyid, queries.current_size(conn)))
+    view, request = found_request(conn, request_id)
     if event.runDigest != view.runDigest:
         raise InvalidEvent("the claim names another run than the request's")
     _claimable(request, keyid, _instant(ledger))
@@ -315,11 +200,11 @@ def claim_rerun(
     _same_environment(view, event.environment)
 
     def still_claimable(session: Session) -> None:
-        _rerunner(ledger.projections.keyring(), keyid, ledger.store.refresh())
-        _claimable(_found(session, request_id)[1], keyid, _instant(ledger))
+        _rerunner(ledger.projections.keyring(), _CLAIM, keyid, ledger.store.refresh())
+        _claimable(found_request(session, request_id)[1], keyid, _instant(ledger))
 
     pending = Pending(
-        type="rerun.claimed.v2", subject=view.runDigest, payload=signed.payload, envelope=signed.raw
+        type=_CLAIM, subject=view.runDigest, payload=signed.payload, envelope=signed.raw
     )
     appended = ledger.append_pending([pending], check=still_claimable)[0]
     return Recorded(appended.payloadDigest, appended.seq), appended.new
@@ -355,7 +240,7 @@ def _result(signed: SignedBody) -> RerunCompletedV2:
         predicate_type = msgspec.json.decode(signed.payload).get("predicateType")
         if predicate_type != RERUN_PREDICATE_V2:
             raise InvalidResult(f"predicateType must be {RERUN_PREDICATE_V2}")
-        event = statement_event("rerun.completed.v2", signed.payload, signed.signature.keyid)
+        event = statement_event(_RESULT, signed.payload, signed.signature.keyid)
     except (BadStatement, ValueError, msgspec.DecodeError, AttributeError) as exc:
         raise InvalidResult(f"not a rerun result statement: {exc}") from None
     assert isinstance(event, RerunCompletedV2)  # noqa: S101 - the v2 entry type decodes to it
@@ -382,11 +267,10 @@ def complete_rerun(ledger: Ledger, request_id: str, body: bytes, reads: SqlLog) 
         return receipt(ledger, reads, entry_id, seq, False)
     conn = reads.session
     keys = ledger.keyring(conn)
-    _rerunner(keys, keyid, queries.current_size(conn))
-    check_signature(signed, valid_signer(keys, keyid, queries.current_size(conn)))
+    check_signature(signed, _rerunner(keys, _RESULT, keyid, queries.current_size(conn)))
     if event.requestId != request_id:
         raise InvalidResult("the result answers another request than the URL")
-    view, request = _found(conn, request_id)
+    view, request = found_request(conn, request_id)
     if event.runDigest != view.runDigest:
         raise InvalidResult(
             f"the statement is about {event.runDigest}, not the requested run {view.runDigest}"
@@ -398,12 +282,12 @@ def complete_rerun(ledger: Ledger, request_id: str, body: bytes, reads: SqlLog) 
     def still_answerable(session: Session) -> None:
         """Again in the append's transaction: the key, the claim, and the policy in force
         (another batch of the same commit may have changed it)."""
-        _rerunner(ledger.projections.keyring(), keyid, ledger.store.refresh())
-        _answerable(_found(session, request_id)[1], keyid)
+        _rerunner(ledger.projections.keyring(), _RESULT, keyid, ledger.store.refresh())
+        _answerable(found_request(session, request_id)[1], keyid)
         _enough(session, view, event)
 
     pending = Pending(
-        type="rerun.completed.v2",
+        type=_RESULT,
         subject=view.runDigest,
         payload=signed.payload,
         payload_type=INTOTO_PAYLOAD_TYPE,

@@ -1,4 +1,4 @@
-"""The run dossier (DESIGN.md §8): everything the reference page shows, as one msgspec value.
+"""The run dossier (docs/runs.md): everything the reference page shows, as one msgspec value.
 
 The HTML page, ``GET /v1/runs/{ref}`` and ``benchproof runs show --json`` all render this.
 """

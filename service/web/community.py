@@ -1,4 +1,4 @@
-"""The run page's community sections (DESIGN.md §8): attestations as "Replications and notes"
+"""The run page's community sections (docs/runs.md): attestations as "Replications and notes"
 shows them, the commands that add one to this run, and the statement those commands sign. Pure
 functions of their arguments (no IO, no clock); ``service.web.sections`` has the run's own
 sections.

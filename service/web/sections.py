@@ -1,4 +1,4 @@
-"""The run dossier's sections as the run page shows them (DESIGN.md §8): the source's own
+"""The run dossier's sections as the run page shows them (docs/runs.md): the source's own
 figures, identity, correctness, workload, measurements, protocol and environment as labelled
 rows, a BibTeX entry, and why a run is unranked or still waits on a manifest. Pure functions of
 the dossier (no IO, no clock)."""

@@ -1,4 +1,4 @@
-"""``python -m tests.contract.sqlrooms [ROOT]``: SQL in its own rooms (issue 12, DESIGN.md §2).
+"""``python -m tests.contract.sqlrooms [ROOT]``: SQL in its own rooms (issue 12, docs/rooms.md).
 
 - SQL on the log tables (``entries``, ``tree_nodes``, ``checkpoints``) is written only by the
   log's store adapters, in ``events/stores/``;

@@ -1,4 +1,4 @@
-"""The rooms of DESIGN.md §2 are enforced, and the enforcement bites: SQL on the log tables only
+"""The rooms (docs/rooms.md) are enforced, and the enforcement bites: SQL on the log tables only
 in the store adapters, SQL on p_* only in projections/, and import contracts under which keys
 and events import nothing of ours (``make lint`` runs both)."""
 

@@ -1,4 +1,4 @@
-"""Evidence levels (DESIGN.md §7): every transition, from events only; attestations and
+"""Evidence levels (docs/evidence.md): every transition, from events only; attestations and
 reports never change the level."""
 
 from __future__ import annotations

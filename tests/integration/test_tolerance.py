@@ -1,4 +1,4 @@
-"""The tolerance policy, applied by the index (DESIGN.md §7): a rerun's level comes from what it
+"""The tolerance policy, applied by the index (docs/evidence.md): a rerun's level comes from what it
 measured and the policy in force at its position, never from a verdict of its own; a policy
 change applies from its position on; a rerunner's identity is its registered name."""
 

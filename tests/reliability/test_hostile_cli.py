@@ -1,6 +1,6 @@
 """Issue 18, point 4: path traversal in every command that takes a file.
 
-Decided per case (the README's "Path arguments" says the same):
+Decided per case (docs/cli.md's "Path arguments" says the same):
 - ``..`` and absolute paths are the user's right on their own machine: a command reads or
   writes exactly the file named, nothing beside it. Shown, not refused.
 - A NUL character names no file: every path option refuses it as a usage error (exit 2, one

@@ -4,7 +4,7 @@ Each parser gets valid inputs (from the shared corpora and tests/fixtures) mutat
 structure (a JSON or YAML value with one member replaced, dropped, retyped or repeated; a CSV
 cell or column changed) and byte by byte (flips, cuts, splices), and random bytes. A parser
 may refuse what it is given only with the project's documented errors (``EventError``,
-``KeyringError``, ``ServiceError``, ``ProjectionError``): anything else (a ``KeyError``, a
+``KeyringError``, ``ServiceError``, ``VerifierError``, ``ProjectionError``): anything else (a ``KeyError``, a
 ``RecursionError``, a ``UnicodeDecodeError``…) is a crash the edges would turn into a 5xx or a
 traceback."""
 
@@ -46,10 +46,11 @@ from service.ingest.api import plan_import
 from tests.corpora import corpus, shared_file
 from tests.reliability.report import fuzzing, record_inputs, scale
 from tests.servers import run_cli
+from verifier.errors import VerifierError
 from verifier.receipts import parse as parse_receipt
 from verifier.receipts import verify_receipt
 
-DOCUMENTED = (EventError, KeyringError, ServiceError, ProjectionError)
+DOCUMENTED = (EventError, KeyringError, ServiceError, VerifierError, ProjectionError)
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SEED = "sha256:5195388fd7c6a80d3089edc96ddebce288cc1703b1bfb949d3c9ca2c2c6fd74b"
 EXAMPLES = scale(25, 300)

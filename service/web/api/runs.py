@@ -47,7 +47,7 @@ async def run_show(
         ),
     ] = "receipt",
 ) -> Response[bytes]:
-    """A run's dossier (DESIGN.md §8). ``ref``: short id, ``sha256:`` digest, ``kernelindex:<uuid>``
+    """A run's dossier (docs/runs.md). ``ref``: short id, ``sha256:`` digest, ``kernelindex:<uuid>``
     or ``<source>:<externalId>`` (external ids may hold ``/``: KernelBot's ``submission/N``).
     404 if nothing matches, 300 with the candidates if an alias names several runs.
 

@@ -1,6 +1,6 @@
 """HTML pages rendered on the server (Jinja templates): readable with no JavaScript.
 
-``/`` search and sources, ``/runs/{ref}`` the run dossier (DESIGN.md §8) and its report form
+``/`` search and sources, ``/runs/{ref}`` the run dossier (docs/runs.md) and its report form
 (``POST /runs/{ref}/reports``), ``/keys/{id}`` a signing key and what it attested,
 ``/groups/{key}`` a leaderboard, ``/compare`` runs side by side, ``/log`` the log and how to
 audit it. Errors on these routes are HTML pages with the status the JSON API would give (404,

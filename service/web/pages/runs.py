@@ -1,4 +1,4 @@
-"""``/runs/{ref}``: the run dossier page (DESIGN.md §8), and ``/runs/{ref}/history``: every
+"""``/runs/{ref}``: the run dossier page (docs/runs.md), and ``/runs/{ref}/history``: every
 entry that touched the run; an ambiguous alias answers 300 with its candidates as links."""
 
 from __future__ import annotations
