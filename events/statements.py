@@ -45,7 +45,13 @@ Dialect = Literal["sqlite", "postgresql"]
 DIALECTS: tuple[Dialect, ...] = ("sqlite", "postgresql")
 
 WORDS: dict[Dialect, dict[str, str]] = {
-    "sqlite": {"integer": "INTEGER", "real": "REAL", "blob": "BLOB", "text": "TEXT", "like": "LIKE"},
+    "sqlite": {
+        "integer": "INTEGER",
+        "real": "REAL",
+        "blob": "BLOB",
+        "text": "TEXT",
+        "like": "LIKE",
+    },
     "postgresql": {
         "integer": "BIGINT",
         "real": "DOUBLE PRECISION",

@@ -110,7 +110,9 @@ def _texts(rows: Iterable[tuple[object, ...]]) -> list[tuple[object, ...]]:
     return [column_values(row) for row in rows]
 
 
-def _run_row(digest: str, valid_from: int, valid_to: int | None, view: RunView) -> tuple[object, ...]:
+def _run_row(
+    digest: str, valid_from: int, valid_to: int | None, view: RunView
+) -> tuple[object, ...]:
     blob = _ENC.encode(view)
     row = (
         digest,
@@ -196,8 +198,7 @@ class RowStore:
         if meta is None:
             return None
         members = sorted(
-            Member(obs, digest, value)
-            for obs, digest, value in self.conn.execute(_MEMBERS, (key,))
+            Member(obs, digest, value) for obs, digest, value in self.conn.execute(_MEMBERS, (key,))
         )
         rows = self.conn.execute(_LEADERS, (key,)).fetchall()
         history = tuple(LeaderChange(key, r[0], r[2], r[3], r[4], r[1]) for r in rows)

@@ -172,7 +172,9 @@ def _sqlite_session(path: Path, pragmas: tuple[Statement, ...]) -> Session:
 
 
 @contextlib.contextmanager
-def service_session(url: str, sqlite_file: Path, ddl: Statement) -> Iterator[tuple[Session, Statement]]:
+def service_session(
+    url: str, sqlite_file: Path, ddl: Statement
+) -> Iterator[tuple[Session, Statement]]:
     """A short session for the service's own tables that every API process must share
     (registration challenges, rate limits), made by ``ddl`` (``CREATE TABLE IF NOT EXISTS``)
     if missing, and the statement that begins a write transaction on it: on PostgreSQL, a

@@ -15,7 +15,6 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import psycopg
-from psycopg import errors as pgerrors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from events.errors import LogCorrupted, LogError

@@ -64,7 +64,9 @@ _CREATE_ROLE = sql(postgresql='CREATE ROLE "{role}" NOLOGIN')
 _GRANTS = [
     sql(postgresql='GRANT USAGE, CREATE ON SCHEMA {schema} TO "{role}"'),
     sql(postgresql='GRANT SELECT, INSERT ON entries, tree_nodes, checkpoints TO "{role}"'),
-    sql(postgresql='REVOKE UPDATE, DELETE, TRUNCATE ON entries, tree_nodes, checkpoints FROM "{role}"'),
+    sql(
+        postgresql='REVOKE UPDATE, DELETE, TRUNCATE ON entries, tree_nodes, checkpoints FROM "{role}"'
+    ),
     sql(postgresql='GRANT SELECT, INSERT ON meta TO "{role}"'),
 ]
 _GRANT_ROLE = sql(postgresql='GRANT "{role}" TO CURRENT_USER')

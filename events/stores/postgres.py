@@ -32,7 +32,7 @@ from psycopg_pool import ConnectionPool
 from events.errors import LogError
 from events.port import EntryHeader, EntryRow, LogStore
 from events.statements import Statement, sql
-from events.stores.faults import StatementFailed, StorageFault, StorageUnavailable
+from events.stores.faults import StorageUnavailable
 from events.stores.pg_pool import (
     LOCK_TIMEOUT,
     borrow,

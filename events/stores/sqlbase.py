@@ -21,7 +21,6 @@ from events.entries import Pending, StoredEntry, encode_leaf, format_instant, pa
 from events.errors import LogError
 from events.merkle import leaf_hash
 from events.mirroring import check_mirrored, check_note_names
-from events.statements import Statement, sql
 from events.port import (
     Appended,
     ChunkSigner,
@@ -31,6 +30,7 @@ from events.port import (
     Projector,
     SignedCheckpoint,
 )
+from events.statements import Statement, sql
 from events.stores.sqlite_reads import SqliteReads
 from events.stores.sqlite_schema import node_id
 from events.tiles import MAX_LEAF, LeafTooLarge

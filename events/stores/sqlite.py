@@ -27,7 +27,6 @@ from events.stores.faults import (
     storage_faults,
 )
 from events.stores.sqlbase import CHUNK, COMMIT, SqlLog
-from events.stores.sqlite_session import SqliteSession
 from events.stores.sqlite_schema import (
     SCHEMA_VERSION,
     Checkpointer,
@@ -36,6 +35,7 @@ from events.stores.sqlite_schema import (
     connect_readonly,
     create_tables,
 )
+from events.stores.sqlite_session import SqliteSession
 
 __all__ = [
     "CHUNK",

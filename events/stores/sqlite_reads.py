@@ -231,22 +231,16 @@ class SqliteReads:
         yield from self._conn.execute(_SHARD_ROWS, (workers, shard, size))
 
     def latest_checkpoint(self) -> SignedCheckpoint | None:
-        return _checkpoint(
-            self._conn.execute(_LATEST).fetchone()
-        )
+        return _checkpoint(self._conn.execute(_LATEST).fetchone())
 
     def checkpoint(self, size: int) -> SignedCheckpoint | None:
         return _checkpoint(self._conn.execute(_CHECKPOINT_OF, (size,)).fetchone())
 
     def checkpoint_at_or_below(self, size: int) -> SignedCheckpoint | None:
-        return _checkpoint(
-            self._conn.execute(_AT_OR_BELOW, (size,)).fetchone()
-        )
+        return _checkpoint(self._conn.execute(_AT_OR_BELOW, (size,)).fetchone())
 
     def checkpoint_at_instant(self, instant: str) -> SignedCheckpoint | None:
-        return _checkpoint(
-            self._conn.execute(_AT_INSTANT, (instant,)).fetchone()
-        )
+        return _checkpoint(self._conn.execute(_AT_INSTANT, (instant,)).fetchone())
 
     def checkpoints(self) -> Iterator[SignedCheckpoint]:
         with self._reading():

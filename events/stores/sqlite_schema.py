@@ -81,7 +81,9 @@ _PRAGMAS = [
     sql(sqlite="PRAGMA busy_timeout=60000"),
 ]
 _QUERY_ONLY = sql(sqlite="PRAGMA query_only = ON")
-_CHECKPOINT = {mode: sql(sqlite=f"PRAGMA wal_checkpoint({mode})") for mode in ("PASSIVE", "TRUNCATE")}
+_CHECKPOINT = {
+    mode: sql(sqlite=f"PRAGMA wal_checkpoint({mode})") for mode in ("PASSIVE", "TRUNCATE")
+}
 
 
 def create_tables(session: SqliteSession) -> None:

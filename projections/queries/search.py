@@ -44,8 +44,7 @@ _SOURCES = sql(
     "SELECT source, name, url, license, notice FROM p_sources WHERE valid_from <= ? ORDER BY name"
 )
 _HARDWARE = sql(
-    f"SELECT DISTINCT hardware FROM p_runs WHERE hardware IS NOT NULL AND {LIVE}"
-    " ORDER BY hardware"
+    f"SELECT DISTINCT hardware FROM p_runs WHERE hardware IS NOT NULL AND {LIVE} ORDER BY hardware"
 )
 
 

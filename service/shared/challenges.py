@@ -17,12 +17,11 @@ import secrets
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
 from events.port import Session
-from events.statements import Statement, sql
+from events.statements import sql
 from events.stores import service_session
 from service.errors import ServiceError, UsageError
 
