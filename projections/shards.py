@@ -32,7 +32,6 @@ import contextlib
 import heapq
 import pickle
 import queue
-import sqlite3
 import struct
 import subprocess
 import sys
@@ -48,6 +47,7 @@ from events.entries import StoredEntry, read_entry
 from events.errors import EventError, LogCorrupted, LogError
 from events.keyring import KeyView
 from events.port import Session
+from events.stores import scratch
 from events.stores.sqlite import SqliteLog
 from events.types import (
     AnyEvent,
@@ -95,30 +95,19 @@ def shard_of(subject: str, workers: int) -> int:
 
 
 def open_scratch(path: Path) -> Session:
-    """A fresh scratch database: no journal, no syncs (it is thrown away if anything fails),
-    the projection tables without indexes."""
-    path.unlink(missing_ok=True)  # never rows of an earlier build
-    conn = sqlite3.connect(path, isolation_level=None)
-    for pragma in (
-        "journal_mode=OFF",
-        "synchronous=OFF",
-        "locking_mode=EXCLUSIVE",
-        "cache_size=-131072",
-        "temp_store=MEMORY",
-    ):
-        conn.execute(f"PRAGMA {pragma}")
+    """A fresh scratch database (``events.stores.scratch``) with the projection tables,
+    without indexes."""
+    conn = scratch.open_scratch(path)
     schema.create(conn, indexes=False)
     return conn
 
 
 def open_rebuilt(paths: Sequence[Path]) -> tuple[Session, list[str]]:
-    """A connection that reads a sharded rebuild (``rebuild_sharded``'s paths: the shards, then
+    """A session that reads a sharded rebuild (``rebuild_sharded``'s paths: the shards, then
     the groups' database), and the schemas a table's rows come from (``schema.rebuilt_rows``)."""
     *shards, groups = paths
-    conn = sqlite3.connect(groups, isolation_level=None)
-    for i, path in enumerate(shards):
-        conn.execute("ATTACH DATABASE ? AS ?", (str(path), f"s{i}"))
-    return conn, [*(f"s{i}" for i in range(len(shards))), "main"]
+    session, names = scratch.open_attached(groups, shards)
+    return session, names
 
 
 def rebuild_in_one(
@@ -132,9 +121,9 @@ def rebuild_in_one(
     """
     conn = open_scratch(path)
     try:
-        conn.execute("BEGIN")
+        conn.execute(scratch.BEGIN)
         Materializer(conn).rebuild(entries, batch_size=batch_size, indexes=False)
-        conn.execute("COMMIT")
+        conn.execute(scratch.COMMIT)
     except BaseException:
         conn.close()
         raise
@@ -242,7 +231,7 @@ def _fold_shard(
         # where the shard will fold or record the entry (a run's entry, by its run's shard; any
         # other, by all).
         rows = db.shard_rows(size, shard, workers)
-        conn.execute("BEGIN")
+        conn.execute(scratch.BEGIN)
         while chunk := list(islice(rows, batch)):
             b = _ShardBatch(store, keys, shard, workers, tolerance)
             subjects = [
@@ -273,7 +262,7 @@ def _fold_shard(
             keys, tolerance = dict(b.keys), b.tolerance
             count += len(chunk)
             send(b.member_changes)
-        conn.execute("COMMIT")
+        conn.execute(scratch.COMMIT)
     conn.close()
     return count
 
@@ -400,7 +389,7 @@ def rebuild_sharded(
             running.append(worker)
         conn = open_scratch(groups)
         stack.callback(conn.close)
-        conn.execute("BEGIN")
+        conn.execute(scratch.BEGIN)
         with paused_gc():
             merged = heapq.merge(*(w.changes() for w in running), key=lambda c: c[:3])
             _fold_groups(conn, merged, batch)
@@ -408,7 +397,7 @@ def rebuild_sharded(
         if counts != {size}:
             raise LogError(f"the log holds {min(counts)} entries, not {size}")
         RowStore(conn).set_state(size, FORMAT)
-        conn.execute("COMMIT")
+        conn.execute(scratch.COMMIT)
     return [*paths, groups]
 
 

@@ -117,9 +117,9 @@ class PgSession:
     def dialect(self) -> Literal["postgresql"]:
         return "postgresql"
 
-    def execute(self, statement: Statement, parameters: Sequence[Any] = (), /) -> Any:
-        if statement.__class__ is str:  # PostgreSQL's own SQL, as a test or a tool writes it
-            text: str = statement  # type: ignore[assignment]
+    def execute(self, statement: Statement | str, parameters: Sequence[Any] = (), /) -> Any:
+        if isinstance(statement, str):  # PostgreSQL's own SQL, as a test or a tool writes it
+            text: str = statement
             bound: Sequence[Any] | None = parameters or None
         else:
             found = statement.postgresql
@@ -153,9 +153,9 @@ class PgSession:
             raise psycopg.OperationalError("the connection was lost")
         self.raw = self._reconnect()
 
-    def executemany(self, statement: Statement, rows: Iterable[Sequence[Any]], /) -> Any:
-        if statement.__class__ is str:
-            text: str = statement  # type: ignore[assignment]
+    def executemany(self, statement: Statement | str, rows: Iterable[Sequence[Any]], /) -> Any:
+        if isinstance(statement, str):
+            text: str = statement
         else:
             found = statement.postgresql
             if found is None:

@@ -223,7 +223,8 @@ class SqliteLog(SqlLog):
     def session(self) -> SqliteSession:
         """The writer's connection: the projections read and write through it (in a batch, in
         the log's own transaction)."""
-        return self._conn
+        session: SqliteSession = self._conn
+        return session
 
     def has(self, name: str) -> bool:
         row = self._conn.execute(_HAS, (name,)).fetchone()

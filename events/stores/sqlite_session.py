@@ -27,12 +27,12 @@ def failure(exc: sqlite3.Error, path: Path | None) -> StorageFault | StatementFa
 def _text(statement: Statement | str) -> str:
     """The SQLite text of ``statement`` (a plain string: SQLite's own SQL, as a test or a
     tool writes it), marked as run on SQLite."""
-    if statement.__class__ is str:
-        return statement  # type: ignore[return-value]
-    text = statement.sqlite  # type: ignore[union-attr]
+    if isinstance(statement, str):
+        return statement
+    text = statement.sqlite
     if text is None:
         raise LookupError(f"{statement!r} is not written for SQLite")
-    statement.ran[0] = True  # type: ignore[union-attr]
+    statement.ran[0] = True
     return text
 
 
@@ -89,21 +89,21 @@ class SqliteSession:
     def dialect(self) -> Literal["sqlite"]:
         return "sqlite"
 
-    def execute(self, statement: Statement, parameters: Sequence[Any] = (), /) -> Rows:
+    def execute(self, statement: Statement | str, parameters: Sequence[Any] = (), /) -> Rows:
         text = _text(statement)
         try:
             return Rows(self.raw.execute(text, parameters), self.path)
         except sqlite3.Error as exc:
             raise failure(exc, self.path) from exc
 
-    def executemany(self, statement: Statement, rows: Iterable[Sequence[Any]], /) -> Rows:
+    def executemany(self, statement: Statement | str, rows: Iterable[Sequence[Any]], /) -> Rows:
         text = _text(statement)
         try:
             return Rows(self.raw.executemany(text, rows), self.path)
         except sqlite3.Error as exc:
             raise failure(exc, self.path) from exc
 
-    def script(self, statement: Statement) -> None:
+    def script(self, statement: Statement | str) -> None:
         """Run the statements of a script (``;``-separated, no parameters), each committed as
         the script says (SQLite's ``executescript``)."""
         text = _text(statement)

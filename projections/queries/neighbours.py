@@ -51,8 +51,9 @@ def better_elsewhere(
     p = at(as_of)
     # Now: the current rows, through the partial index on (workload, hardware) of current
     # runs; as of a size: the rows live then.
+    args: tuple[int, ...] = ()
     if as_of is None:
-        statement, args = _BETTER_NOW[view.direction], ()
+        statement = _BETTER_NOW[view.direction]
     else:
         statement, args = _BETTER_THEN[view.direction], (p, p)
     rows = conn.execute(
