@@ -31,16 +31,12 @@ from __future__ import annotations
 import contextlib
 import heapq
 import pickle
-import queue
-import struct
-import subprocess
 import sys
 import tempfile
-import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from pathlib import Path
-from typing import IO, Any, BinaryIO, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 from events.bulk import paused_gc
 from events.entries import StoredEntry, read_entry
@@ -65,6 +61,7 @@ from projections.groups import MemberChange
 from projections.materialize import FORMAT, Materializer
 from projections.rows import RowStore
 from projections.runs import Context
+from projections.shardpipe import HEADER, Worker
 from projections.tolerance import TolerancePolicy
 from projections.views import Direction
 
@@ -82,9 +79,6 @@ __all__ = [
 class Unshardable(LogError):
     """A run event whose subject is not its run: the log cannot be split by subject (the
     caller rebuilds in one process)."""
-
-
-_HEADER = struct.Struct(">cQ")  # C: member changes, D: done, E: error; then the body's length
 
 
 def shard_of(subject: str, workers: int) -> int:
@@ -271,7 +265,7 @@ def _serve(log: str, size: int, shard: int, workers: int, out: str, batch: int) 
     pipe: BinaryIO = sys.stdout.buffer
 
     def send(kind: bytes, body: bytes) -> None:
-        pipe.write(_HEADER.pack(kind, len(body)))
+        pipe.write(HEADER.pack(kind, len(body)))
         pipe.write(body)
 
     def changes(items: list[Change]) -> None:
@@ -287,66 +281,6 @@ def _serve(log: str, size: int, shard: int, workers: int, out: str, batch: int) 
         failure = LogError(f"a rebuild worker failed: {type(exc).__name__}: {exc}")
         send(b"E", pickle.dumps((LogError, failure.detail, {})))
     pipe.flush()
-
-
-class _Worker:
-    """One shard's process, and a thread that drains its pipe into a queue."""
-
-    def __init__(self, command: list[str], errors: IO[bytes]) -> None:
-        self.errors = errors
-        self.proc = subprocess.Popen(  # noqa: S603 - our own module, by the running interpreter
-            command, stdout=subprocess.PIPE, stderr=errors
-        )
-        self.frames: queue.Queue[tuple[bytes, bytes]] = queue.Queue()
-        self.thread = threading.Thread(target=self._drain, daemon=True)
-        self.thread.start()
-
-    def _drain(self) -> None:
-        stdout = self.proc.stdout
-        assert stdout is not None  # noqa: S101 - piped above
-        while True:
-            header = stdout.read(_HEADER.size)
-            if len(header) < _HEADER.size:
-                self.frames.put((b"", b""))
-                return
-            kind, length = _HEADER.unpack(header)
-            body = stdout.read(length)
-            if len(body) < length:  # it died while writing
-                self.frames.put((b"", b""))
-                return
-            self.frames.put((kind, body))
-            if kind != b"C":
-                return
-
-    def changes(self) -> Iterator[Change]:
-        """The shard's member changes, in its order, until it is done.
-
-        Raises:
-            LogError: the process failed or ended early. EventError (LogCorrupted…): an entry
-            does not read or decode, raised with the plain rebuild's class, words and details."""
-        while True:
-            kind, body = self.frames.get()
-            if kind == b"C":
-                yield from pickle.loads(body)  # noqa: S301 - from our own worker process
-            elif kind == b"D":
-                self.count = int(body)
-                return
-            elif kind == b"E":
-                error, detail, details = pickle.loads(body)  # noqa: S301 - our own worker's
-                raise error(detail, **details)
-            else:
-                self.proc.wait()
-                self.errors.seek(0)
-                lines = self.errors.read().decode(errors="replace").strip().splitlines()
-                raise LogError("a rebuild worker ended early" + (f": {lines[-1]}" if lines else ""))
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-        self.thread.join()
-        assert self.proc.stdout is not None  # noqa: S101 - piped above
-        self.proc.stdout.close()
 
 
 def _fold_groups(conn: Session, changes: Iterator[Change], batch: int) -> None:
@@ -384,7 +318,7 @@ def rebuild_sharded(
             errors = stack.enter_context(tempfile.TemporaryFile())
             command = [sys.executable, "-m", "projections.shards"]
             args = [str(log), str(size), str(i), str(workers), str(path), str(batch)]
-            worker = _Worker([*command, *args], errors)
+            worker = Worker([*command, *args], errors)
             stack.callback(worker.stop)
             running.append(worker)
         conn = open_scratch(groups)
