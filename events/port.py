@@ -13,12 +13,14 @@ their SQL in ``events.stores.sqlbase`` and are the only code that writes SQL on 
 
 A store is generic in its *session* (``Session``): the database handle that the projections
 read and write through. It is the writer's connection, so that one transaction commits the
-entries and the projections they touch together.
+entries and the projections they touch together. A session sends statements written for its
+store (``events.statements``): the SQL both stores speak where they agree, each store's own
+where they differ.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol, TypeVar
@@ -26,6 +28,7 @@ from typing import Any, NamedTuple, Protocol, TypeVar
 import msgspec
 
 from events.entries import Pending, StoredEntry
+from events.statements import Dialect, Statement
 
 __all__ = [
     "Appended",
@@ -66,13 +69,23 @@ class Cursor(Protocol):
 class Session(Protocol):
     """A database session of a store (``events.stores``): what the projections and the service's
     own tables send their statements through. Transactions are the store's: a session runs
-    statements inside whatever the store began. Parameters are bound, never interpolated."""
+    statements inside whatever the store began.
 
-    def execute(
-        self, sql: str, parameters: Sequence[Any] | Mapping[str, Any] = (), /
-    ) -> Cursor: ...
+    A session sends ``Statement``s (``events.statements``), each in the text written for its
+    store (``dialect``); parameters are bound in order, never interpolated. The driver's errors
+    never leave it: a fault of the storage is raised as a ``StorageFault``, any other refusal
+    (a constraint, a statement the schema does not take) as a ``StatementFailed``
+    (``events.stores.faults``), the driver's error as its cause. Values come back as Python's
+    own: ``int``, ``float``, ``str``, ``bytes`` and None."""
 
-    def executemany(self, sql: str, rows: Iterable[Sequence[Any]], /) -> Cursor: ...
+    @property
+    def dialect(self) -> Dialect:
+        """Which store's SQL this session speaks."""
+        ...
+
+    def execute(self, statement: Statement, parameters: Sequence[Any] = (), /) -> Cursor: ...
+
+    def executemany(self, statement: Statement, rows: Iterable[Sequence[Any]], /) -> Cursor: ...
 
     @property
     def in_transaction(self) -> bool: ...

@@ -318,11 +318,13 @@ class Batch:
             if type(op) is Manifest:
                 if op.digest not in changes.manifests:
                     manifest = op.manifest
+                    title = manifest["metadata"].get("title")
                     changes.manifests[op.digest] = (
                         manifest["kind"],
                         manifest["metadata"]["name"],
                         at,
                         _ENC.encode(manifest),
+                        title if isinstance(title, str) else None,
                     )
             elif type(op) is Insert:
                 changes.inserts.setdefault(op.table, []).append(op.row)

@@ -56,8 +56,8 @@ class RowChanges:
         self.aliases: list[tuple[str, str, int]] = []
         self.signed: list[tuple[str, int]] = []  # (signing key id, position) of each entry
         self.manifests: dict[
-            str, tuple[str, str, int, bytes]
-        ] = {}  # digest -> kind, name, at, body
+            str, tuple[str, str, int, bytes, str | None]
+        ] = {}  # digest -> kind, name, at, body, title
         self.inserts: dict[str, list[tuple[Any, ...]]] = {}  # table -> rows (``records.Insert``)
         self.updates: dict[
             str, list[tuple[Any, ...]]

@@ -15,9 +15,24 @@ from typing import Any
 import msgspec
 
 from events.port import Cursor, Session
+from events.statements import sql
 from projections import schema
 
 __all__ = ["Difference", "compare_tables", "rows_digest", "table_digest"]
+
+# The live tables are the store's (SQLite's main database, or PostgreSQL's schema); the rebuilt
+# ones are in scratch SQLite databases (``schema.rebuilt_rows``).
+_COLUMNS = sql(
+    sqlite="SELECT name FROM pragma_table_info('{table}') ORDER BY cid",
+    postgresql="SELECT column_name FROM information_schema.columns"
+    " WHERE table_schema = current_schema() AND table_name = '{table}' ORDER BY ordinal_position",
+)
+_LIVE_ROWS = sql(sqlite="SELECT * FROM main.{table}", postgresql="SELECT * FROM {table}")
+_LIVE_ORDERED = sql(
+    sqlite="SELECT * FROM main.{table} ORDER BY {order}",
+    postgresql="SELECT * FROM {table} ORDER BY {order}",
+)
+_REBUILT_ORDERED = sql(sqlite="SELECT * FROM ({source}) AS rows_ ORDER BY {order}")
 
 
 class Difference(msgspec.Struct, frozen=True):
@@ -30,12 +45,11 @@ class Difference(msgspec.Struct, frozen=True):
 
 
 def _columns(conn: Session, table: str) -> list[str]:
-    return [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+    return [r[0] for r in conn.execute(_COLUMNS.named(table=table))]
 
 
-def _ordered(conn: Session, source: str, columns: Sequence[str]) -> Cursor:
-    order = ", ".join(f'"{c}"' for c in columns)
-    return conn.execute(f"SELECT * FROM ({source}) AS rows_ ORDER BY {order}")  # noqa: S608
+def _order(columns: Sequence[str]) -> str:
+    return ", ".join(f'"{c}"' for c in columns)
 
 
 def _encode(row: tuple[Any, ...] | None) -> list[Any] | None:
@@ -59,8 +73,8 @@ def rows_digest(rows: Iterable[tuple[Any, ...]]) -> str:
 
 
 def table_digest(conn: Session, table: str) -> str:
-    """The digest of a projection table's rows (``rows_digest``)."""
-    return rows_digest(conn.execute(f"SELECT * FROM {table}"))  # noqa: S608
+    """The digest of a projection table's rows (``rows_digest``) as the store holds it."""
+    return rows_digest(conn.execute(_LIVE_ROWS.named(table=table)))
 
 
 def compare_tables(
@@ -73,11 +87,14 @@ def compare_tables(
     for table in schema.TABLES:
         source = schema.rebuilt_rows(schemas, table)
         digests[table] = rows_digest(rebuilt.execute(source))
-        if table_digest(live, f"main.{table}") == digests[table]:
+        if table_digest(live, table) == digests[table]:
             continue
         # Only now, to name the first differing row: both sides in one order.
-        columns, current = _columns(live, table), f"SELECT * FROM main.{table}"  # noqa: S608
-        old, new = _ordered(live, current, columns), _ordered(rebuilt, source, columns)
+        order = _order(_columns(live, table))
+        old: Cursor = live.execute(_LIVE_ORDERED.named(table=table, order=order))
+        new: Cursor = rebuilt.execute(
+            _REBUILT_ORDERED.named(source=source.text("sqlite"), order=order)
+        )
         try:
             pairs = itertools.zip_longest(old, new)
             a, b = next(((a, b) for a, b in pairs if a != b), (None, None))

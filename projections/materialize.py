@@ -35,7 +35,10 @@ __all__ = ["FORMAT", "Materializer"]
 #    policies only from the index; a rerunner's identity is its registered name.
 # 8: a run keeps its protocol's comparability family; rerun requests and claims in its view.
 # 9: p_signed is an ordinary (rowid) table, like every other.
-FORMAT = 9
+# 10: the fields queries filter and sort on are columns (p_runs: name, title, benchmark,
+#     workload_digest, operation_digest; p_manifests: title; p_attestations: predicate_kind);
+#     text columns hold U+0000 as U+0001 on every store (``projections.columns``).
+FORMAT = 10
 
 
 class Materializer:

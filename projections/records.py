@@ -97,6 +97,7 @@ def record_ops(event: AnyEvent, ctx: Context, carried: dict[str, dict[str, Any]]
                 None,  # hidden_at
                 None,  # withdrawn_reason
                 None,  # hidden_reason
+                kind if isinstance(kind := event.predicate.get("kind"), str) else None,
             )
             return (Insert("p_attestations", row),)
         case AttestationWithdrawn():

@@ -3,19 +3,22 @@ state for a batch (run views, waiting runs, a group's state, the keyring) and wr
 batch gathered (``projections.changes.RowChanges``).
 
 Loads are by primary key or in chunks of 500 digests; writes are one ``executemany`` per
-statement, at the end of a batch.
+statement, at the end of a batch. Text is written as the text columns hold it
+(``projections.columns``).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import msgspec
 
 from events.port import Session
+from events.statements import sql
 from projections import schema
 from projections.changes import RowChanges
+from projections.columns import column_values
 from projections.queries import tolerance_policy
 from projections.tolerance import TolerancePolicy
 from projections.views import GroupView, LeaderChange, Member, RunView
@@ -23,9 +26,64 @@ from projections.views import GroupView, LeaderChange, Member, RunView
 __all__ = ["LoadedGroup", "RowStore"]
 
 # One row per name in p_state, replaced (an upsert both stores speak).
-_SET_STATE = (
+_SET_STATE = sql(
     "INSERT INTO p_state VALUES (?, ?)"
     " ON CONFLICT (projection) DO UPDATE SET position = excluded.position"
+)
+_CURRENT_RUN = sql("SELECT view FROM p_runs WHERE run_digest = ? AND valid_to IS NULL")
+_CURRENT_RUNS = sql(
+    "SELECT run_digest, view FROM p_runs WHERE valid_to IS NULL AND run_digest IN ({marks})"
+)
+_WAITING = sql("SELECT digest, run_digest FROM p_waiting")
+_WAITING_ON = sql("SELECT run_digest FROM p_waiting WHERE digest = ?")
+_HAS_GROUPS = sql("SELECT 1 FROM p_groups LIMIT 1")
+_GROUP = sql(
+    "SELECT kind, metric_key, direction, best, policy_version FROM p_groups"
+    " WHERE group_key = ? AND valid_to IS NULL"
+)
+_MEMBERS = sql(
+    "SELECT observed_at, run_digest, primary_value FROM p_runs"
+    " WHERE group_key = ? AND eligible = 1 AND valid_to IS NULL"
+)
+_LEADERS = sql(
+    "SELECT run_digest, previous_run_digest, at, cause, policy_version, valid_from"
+    " FROM p_leaders WHERE group_key = ? AND valid_to IS NULL ORDER BY at, run_digest"
+)
+_CLOSE_RUN = sql("UPDATE p_runs SET valid_to = ? WHERE run_digest = ? AND valid_to IS NULL")
+_RUN_ROW = sql("INSERT INTO p_runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+_CLOSE_GROUP = sql("UPDATE p_groups SET valid_to = ? WHERE group_key = ? AND valid_to IS NULL")
+_GROUP_ROW = sql("INSERT INTO p_groups VALUES (?,?,?,?,?,?,?,?,?)")
+_CLOSE_LEADER = sql(
+    "UPDATE p_leaders SET valid_to = ? WHERE group_key = ? AND run_digest = ? AND valid_from = ?"
+)
+_LEADER_ROW = sql("INSERT INTO p_leaders VALUES (?,?,?,?,?,?,?,?,?)")
+_NOT_WAITING = sql("DELETE FROM p_waiting WHERE digest = ? AND run_digest = ?")
+_NOW_WAITING = sql("INSERT INTO p_waiting VALUES (?, ?) ON CONFLICT DO NOTHING")
+_ALIAS = sql("INSERT INTO p_aliases VALUES (?, ?, ?) ON CONFLICT DO NOTHING")
+_SIGNED = sql("INSERT INTO p_signed VALUES (?, ?)")
+_SIGNERS = sql(
+    "INSERT INTO p_signers VALUES (?, ?)"
+    " ON CONFLICT (key_id) DO UPDATE SET entries = p_signers.entries + excluded.entries"
+)
+_MANIFEST = sql("INSERT INTO p_manifests VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING")
+# ``records.Insert``: a row of one of these tables, kept if its key is there already.
+_RECORD = {
+    table: sql(f"INSERT INTO {table} VALUES ({{marks}}) ON CONFLICT DO NOTHING")  # noqa: S608
+    for table in (
+        "p_rowkeys",
+        "p_sources",
+        "p_attestations",
+        "p_reports",
+        "p_reruns",
+        "p_citations",
+        "p_policies",
+    )
+}
+_KEYS = sql(
+    "INSERT INTO p_keys VALUES (?,?,?,?,?,?,?,?) ON CONFLICT (key_id) DO UPDATE SET"
+    " role = excluded.role, name = excluded.name, public_key = excluded.public_key,"
+    " valid_from = excluded.valid_from, revoked_at = excluded.revoked_at,"
+    " revoked_reason = excluded.revoked_reason, rotated_to = excluded.rotated_to"
 )
 
 _ENC = msgspec.json.Encoder()
@@ -33,10 +91,53 @@ _RUN = msgspec.json.Decoder(RunView)
 
 # ``records.Update`` statements by name.
 _UPDATES = {
-    "attestation_withdrawn": "UPDATE p_attestations SET withdrawn_at = ?, withdrawn_reason = ? WHERE id = ? AND attester = ? AND withdrawn_at IS NULL",
-    "attestation_hidden": "UPDATE p_attestations SET hidden_at = ?, hidden_reason = ? WHERE id = ? AND hidden_at IS NULL",
-    "report_resolved": "UPDATE p_reports SET resolved_at = ?, resolution = ?, note = ? WHERE id = ? AND resolved_at IS NULL",
+    "attestation_withdrawn": sql(
+        "UPDATE p_attestations SET withdrawn_at = ?, withdrawn_reason = ?"
+        " WHERE id = ? AND attester = ? AND withdrawn_at IS NULL"
+    ),
+    "attestation_hidden": sql(
+        "UPDATE p_attestations SET hidden_at = ?, hidden_reason = ?"
+        " WHERE id = ? AND hidden_at IS NULL"
+    ),
+    "report_resolved": sql(
+        "UPDATE p_reports SET resolved_at = ?, resolution = ?, note = ?"
+        " WHERE id = ? AND resolved_at IS NULL"
+    ),
 }
+
+
+def _texts(rows: Iterable[tuple[object, ...]]) -> list[tuple[object, ...]]:
+    return [column_values(row) for row in rows]
+
+
+def _run_row(
+    digest: str, valid_from: int, valid_to: int | None, view: RunView
+) -> tuple[object, ...]:
+    blob = _ENC.encode(view)
+    row = (
+        digest,
+        valid_from,
+        valid_to,
+        view.kind,
+        view.group_key,
+        int(view.eligible),
+        view.primaryValue,
+        view.direction,
+        view.observedAt,
+        view.source,
+        view.evidenceLevel,
+        view.hardware,
+        view.status,
+        blob,
+        view.name,
+        view.title,
+        view.benchmark,
+        view.workloadDigest,
+        view.operationDigest,
+    )
+    # The view's JSON writes a U+0000 in any of its text as the escape (msgspec): without one,
+    # no column of the row holds it.
+    return column_values(row) if b"\\u0000" in blob else row
 
 
 class LoadedGroup(msgspec.Struct, frozen=True):
@@ -63,22 +164,16 @@ class RowStore:
 
     def current_run(self, digest: str) -> RunView | None:
         """The current view of one run, if the database holds it."""
-        row = self.conn.execute(
-            "SELECT view FROM p_runs WHERE run_digest = ? AND valid_to IS NULL", (digest,)
-        ).fetchone()
+        row = self.conn.execute(_CURRENT_RUN, (digest,)).fetchone()
         return None if row is None else _RUN.decode(row[0])
 
     def current_runs(self, digests: Sequence[str]) -> Iterator[tuple[str, RunView | None]]:
         """``(digest, current view or None)`` of each of ``digests``, 500 per query."""
         for i in range(0, len(digests), 500):
             chunk = digests[i : i + 500]
-            marks = ",".join("?" * len(chunk))
             found = {
                 digest: body
-                for digest, body in self.conn.execute(
-                    f"SELECT run_digest, view FROM p_runs WHERE valid_to IS NULL AND run_digest IN ({marks})",  # noqa: S608
-                    chunk,
-                )
+                for digest, body in self.conn.execute(_CURRENT_RUNS.marks(len(chunk)), chunk)
             }
             for digest in chunk:
                 body = found.get(digest)
@@ -86,41 +181,26 @@ class RowStore:
 
     def waiting(self) -> Iterator[tuple[str, str]]:
         """Every ``(awaited digest, waiting run)``."""
-        yield from self.conn.execute("SELECT digest, run_digest FROM p_waiting")
+        yield from self.conn.execute(_WAITING)
 
     def waiting_on(self, digest: str) -> Iterator[str]:
         """The runs waiting on ``digest``."""
-        for (run,) in self.conn.execute(
-            "SELECT run_digest FROM p_waiting WHERE digest = ?", (digest,)
-        ):
+        for (run,) in self.conn.execute(_WAITING_ON, (digest,)):
             yield run
 
     def has_groups(self) -> bool:
         """Whether the database holds any group."""
-        return self.conn.execute("SELECT 1 FROM p_groups LIMIT 1").fetchone() is not None
+        return self.conn.execute(_HAS_GROUPS).fetchone() is not None
 
     def group(self, key: str) -> LoadedGroup | None:
         """The current state of group ``key``, if the database holds it."""
-        meta = self.conn.execute(
-            "SELECT kind, metric_key, direction, best, policy_version FROM p_groups"
-            " WHERE group_key = ? AND valid_to IS NULL",
-            (key,),
-        ).fetchone()
+        meta = self.conn.execute(_GROUP, (key,)).fetchone()
         if meta is None:
             return None
         members = sorted(
-            Member(obs, digest, value)
-            for obs, digest, value in self.conn.execute(
-                "SELECT observed_at, run_digest, primary_value FROM p_runs"
-                " WHERE group_key = ? AND eligible = 1 AND valid_to IS NULL",
-                (key,),
-            )
+            Member(obs, digest, value) for obs, digest, value in self.conn.execute(_MEMBERS, (key,))
         )
-        rows = self.conn.execute(
-            "SELECT run_digest, previous_run_digest, at, cause, policy_version, valid_from"
-            " FROM p_leaders WHERE group_key = ? AND valid_to IS NULL ORDER BY at, run_digest",
-            (key,),
-        ).fetchall()
+        rows = self.conn.execute(_LEADERS, (key,)).fetchall()
         history = tuple(LeaderChange(key, r[0], r[2], r[3], r[4], r[1]) for r in rows)
         value_of = {m.runDigest: m.value for m in members}
         values = tuple(value_of[h.runDigest] for h in history)
@@ -132,40 +212,19 @@ class RowStore:
     def write(self, changes: RowChanges) -> None:
         """Write what a batch gathered."""
         conn = self.conn
+        conn.executemany(_CLOSE_RUN, _texts((v, k) for k, v in changes.runs.close_db.items()))
         conn.executemany(
-            "UPDATE p_runs SET valid_to = ? WHERE run_digest = ? AND valid_to IS NULL",
-            [(v, k) for k, v in changes.runs.close_db.items()],
-        )
-        conn.executemany(
-            "INSERT INTO p_runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            _RUN_ROW,
             [
-                (
-                    digest,
-                    valid_from,
-                    valid_to,
-                    view.kind,
-                    view.group_key,
-                    int(view.eligible),
-                    view.primaryValue,
-                    view.direction,
-                    view.observedAt,
-                    view.source,
-                    view.evidenceLevel,
-                    view.hardware,
-                    view.status,
-                    _ENC.encode(view),
-                )
+                _run_row(digest, valid_from, valid_to, view)
                 for digest, versions in changes.runs.rows.items()
                 for valid_from, valid_to, view in versions
             ],
         )
+        conn.executemany(_CLOSE_GROUP, _texts((v, k) for k, v in changes.groups.close_db.items()))
         conn.executemany(
-            "UPDATE p_groups SET valid_to = ? WHERE group_key = ? AND valid_to IS NULL",
-            [(v, k) for k, v in changes.groups.close_db.items()],
-        )
-        conn.executemany(
-            "INSERT INTO p_groups VALUES (?,?,?,?,?,?,?,?,?)",
-            [
+            _GROUP_ROW,
+            _texts(
                 (
                     key,
                     valid_from,
@@ -179,45 +238,27 @@ class RowStore:
                 )
                 for key, versions in changes.groups.rows.items()
                 for valid_from, valid_to, g in versions
-            ],
+            ),
         )
-        conn.executemany(
-            "UPDATE p_leaders SET valid_to = ? WHERE group_key = ? AND run_digest = ? AND valid_from = ?",
-            changes.leaders_closed,
-        )
-        conn.executemany(
-            "INSERT INTO p_leaders VALUES (?,?,?,?,?,?,?,?,?)", list(changes.leaders_new.values())
-        )
-        conn.executemany(
-            "DELETE FROM p_waiting WHERE digest = ? AND run_digest = ?", sorted(changes.waiting_del)
-        )
-        conn.executemany(
-            "INSERT OR IGNORE INTO p_waiting VALUES (?, ?)", sorted(changes.waiting_add)
-        )
-        conn.executemany("INSERT OR IGNORE INTO p_aliases VALUES (?, ?, ?)", changes.aliases)
+        conn.executemany(_CLOSE_LEADER, _texts(changes.leaders_closed))
+        conn.executemany(_LEADER_ROW, _texts(tuple(r) for r in changes.leaders_new.values()))
+        conn.executemany(_NOT_WAITING, _texts(sorted(changes.waiting_del)))
+        conn.executemany(_NOW_WAITING, _texts(sorted(changes.waiting_add)))
+        conn.executemany(_ALIAS, _texts(changes.aliases))
         if changes.signed:
-            conn.executemany("INSERT INTO p_signed VALUES (?, ?)", changes.signed)
+            conn.executemany(_SIGNED, _texts(changes.signed))
             conn.executemany(
-                "INSERT INTO p_signers VALUES (?, ?)"
-                " ON CONFLICT (key_id) DO UPDATE SET entries = p_signers.entries + excluded.entries",
-                sorted(Counter(key for key, _ in changes.signed).items()),
+                _SIGNERS, _texts(sorted(Counter(key for key, _ in changes.signed).items()))
             )
-        conn.executemany(
-            "INSERT OR IGNORE INTO p_manifests VALUES (?, ?, ?, ?, ?)",
-            [(d, *rest) for d, rest in changes.manifests.items()],
-        )
+        conn.executemany(_MANIFEST, _texts((d, *rest) for d, rest in changes.manifests.items()))
         for table, rows in changes.inserts.items():
-            marks = ",".join("?" * len(rows[0]))
-            conn.executemany(f"INSERT OR IGNORE INTO {table} VALUES ({marks})", rows)  # noqa: S608
+            conn.executemany(_RECORD[table].marks(len(rows[0])), _texts(rows))
         for what, rows in changes.updates.items():
-            conn.executemany(_UPDATES[what], rows)
+            conn.executemany(_UPDATES[what], _texts(rows))
         if changes.keys is not None:
             conn.executemany(
-                "INSERT INTO p_keys VALUES (?,?,?,?,?,?,?,?) ON CONFLICT (key_id) DO UPDATE SET"
-                " role = excluded.role, name = excluded.name, public_key = excluded.public_key,"
-                " valid_from = excluded.valid_from, revoked_at = excluded.revoked_at,"
-                " revoked_reason = excluded.revoked_reason, rotated_to = excluded.rotated_to",
-                [
+                _KEYS,
+                _texts(
                     (
                         k.keyId,
                         k.role,
@@ -229,7 +270,7 @@ class RowStore:
                         k.rotatedTo,
                     )
                     for k in changes.keys.values()
-                ],
+                ),
             )
             # Where the keyring last changed: readers cache it until this moves
             # (``projections.queries.KeyringCache``).
@@ -245,5 +286,4 @@ class RowStore:
         (``schema.rebuilt_rows``) into this connection's (empty) tables."""
         for table in schema.TABLES:
             rows = rebuilt.execute(schema.rebuilt_rows(schemas, table))
-            marks = ",".join("?" * len(rows.description))
-            self.conn.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)  # noqa: S608
+            self.conn.executemany(schema.INSERT[table].marks(len(rows.description)), rows)

@@ -10,73 +10,81 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from events.port import Session
+from events.statements import Statement, sql
 
 __all__ = ["NAMES", "TABLES", "create", "drop", "rebuilt_rows"]
 
+# Dialect words (``{text}``, ``{integer}``...): ``events.statements``. The columns a query filters
+# or sorts on are columns of their own (name, title, benchmark, workload and operation digests
+# of a run, a manifest's title, an attestation's predicate kind), never read out of the stored
+# JSON; text columns never hold U+0000 (``projections.columns``).
+
 _DDL = {
     "p_state": """CREATE TABLE IF NOT EXISTS p_state (
-        projection TEXT PRIMARY KEY, position INTEGER NOT NULL)""",
+        projection {text} PRIMARY KEY, position {integer} NOT NULL)""",
     "p_runs": """CREATE TABLE IF NOT EXISTS p_runs (
-        run_digest TEXT NOT NULL, valid_from INTEGER NOT NULL, valid_to INTEGER,
-        kind TEXT NOT NULL, group_key TEXT, eligible INTEGER NOT NULL, primary_value REAL,
-        direction TEXT NOT NULL, observed_at TEXT NOT NULL, source TEXT NOT NULL,
-        evidence_level TEXT NOT NULL, hardware TEXT, status TEXT NOT NULL, view BLOB NOT NULL,
+        run_digest {text} NOT NULL, valid_from {integer} NOT NULL, valid_to {integer},
+        kind {text} NOT NULL, group_key {text}, eligible {integer} NOT NULL, primary_value {real},
+        direction {text} NOT NULL, observed_at {text} NOT NULL, source {text} NOT NULL,
+        evidence_level {text} NOT NULL, hardware {text}, status {text} NOT NULL, view {blob} NOT NULL,
+        name {text} NOT NULL, title {text}, benchmark {text}, workload_digest {text},
+        operation_digest {text},
         PRIMARY KEY (run_digest, valid_from))""",
     "p_aliases": """CREATE TABLE IF NOT EXISTS p_aliases (
-        alias TEXT NOT NULL, run_digest TEXT NOT NULL, valid_from INTEGER NOT NULL,
+        alias {text} NOT NULL, run_digest {text} NOT NULL, valid_from {integer} NOT NULL,
         PRIMARY KEY (alias, run_digest))""",
     "p_rowkeys": """CREATE TABLE IF NOT EXISTS p_rowkeys (
-        row_key TEXT NOT NULL, run_digest TEXT NOT NULL, valid_from INTEGER NOT NULL,
+        row_key {text} NOT NULL, run_digest {text} NOT NULL, valid_from {integer} NOT NULL,
         PRIMARY KEY (row_key, run_digest))""",
     "p_manifests": """CREATE TABLE IF NOT EXISTS p_manifests (
-        digest TEXT PRIMARY KEY, kind TEXT NOT NULL, name TEXT NOT NULL,
-        valid_from INTEGER NOT NULL, body BLOB NOT NULL)""",
+        digest {text} PRIMARY KEY, kind {text} NOT NULL, name {text} NOT NULL,
+        valid_from {integer} NOT NULL, body {blob} NOT NULL, title {text})""",
     "p_waiting": """CREATE TABLE IF NOT EXISTS p_waiting (
-        digest TEXT NOT NULL, run_digest TEXT NOT NULL,
+        digest {text} NOT NULL, run_digest {text} NOT NULL,
         PRIMARY KEY (digest, run_digest))""",
     "p_groups": """CREATE TABLE IF NOT EXISTS p_groups (
-        group_key TEXT NOT NULL, valid_from INTEGER NOT NULL, valid_to INTEGER,
-        kind TEXT NOT NULL, metric_key TEXT NOT NULL, direction TEXT NOT NULL,
-        leader TEXT, best REAL, policy_version TEXT NOT NULL,
+        group_key {text} NOT NULL, valid_from {integer} NOT NULL, valid_to {integer},
+        kind {text} NOT NULL, metric_key {text} NOT NULL, direction {text} NOT NULL,
+        leader {text}, best {real}, policy_version {text} NOT NULL,
         PRIMARY KEY (group_key, valid_from))""",
     "p_leaders": """CREATE TABLE IF NOT EXISTS p_leaders (
-        group_key TEXT NOT NULL, run_digest TEXT NOT NULL, previous_run_digest TEXT,
-        at TEXT NOT NULL, cause TEXT NOT NULL, policy_version TEXT NOT NULL,
-        valid_from INTEGER NOT NULL, valid_to INTEGER, kind TEXT NOT NULL,
+        group_key {text} NOT NULL, run_digest {text} NOT NULL, previous_run_digest {text},
+        at {text} NOT NULL, cause {text} NOT NULL, policy_version {text} NOT NULL,
+        valid_from {integer} NOT NULL, valid_to {integer}, kind {text} NOT NULL,
         PRIMARY KEY (group_key, run_digest, valid_from))""",
     "p_keys": """CREATE TABLE IF NOT EXISTS p_keys (
-        key_id TEXT PRIMARY KEY, role TEXT NOT NULL, name TEXT NOT NULL,
-        public_key TEXT NOT NULL, valid_from INTEGER NOT NULL, revoked_at INTEGER,
-        revoked_reason TEXT, rotated_to TEXT)""",
+        key_id {text} PRIMARY KEY, role {text} NOT NULL, name {text} NOT NULL,
+        public_key {text} NOT NULL, valid_from {integer} NOT NULL, revoked_at {integer},
+        revoked_reason {text}, rotated_to {text})""",
     "p_sources": """CREATE TABLE IF NOT EXISTS p_sources (
-        source TEXT PRIMARY KEY, name TEXT NOT NULL, url TEXT, license TEXT, notice TEXT,
-        valid_from INTEGER NOT NULL)""",
+        source {text} PRIMARY KEY, name {text} NOT NULL, url {text}, license {text}, notice {text},
+        valid_from {integer} NOT NULL)""",
     "p_attestations": """CREATE TABLE IF NOT EXISTS p_attestations (
-        id TEXT PRIMARY KEY, run_digest TEXT NOT NULL, attester TEXT NOT NULL,
-        predicate_type TEXT NOT NULL, predicate BLOB NOT NULL, valid_from INTEGER NOT NULL,
-        recorded_at TEXT NOT NULL, withdrawn_at INTEGER, hidden_at INTEGER, withdrawn_reason TEXT,
-        hidden_reason TEXT)
+        id {text} PRIMARY KEY, run_digest {text} NOT NULL, attester {text} NOT NULL,
+        predicate_type {text} NOT NULL, predicate {blob} NOT NULL, valid_from {integer} NOT NULL,
+        recorded_at {text} NOT NULL, withdrawn_at {integer}, hidden_at {integer}, withdrawn_reason {text},
+        hidden_reason {text}, predicate_kind {text})
        """,
     "p_signed": """CREATE TABLE IF NOT EXISTS p_signed (
-        key_id TEXT NOT NULL, position INTEGER NOT NULL,
+        key_id {text} NOT NULL, position {integer} NOT NULL,
         PRIMARY KEY (key_id, position))""",
     "p_signers": """CREATE TABLE IF NOT EXISTS p_signers (
-        key_id TEXT PRIMARY KEY, entries INTEGER NOT NULL)""",
+        key_id {text} PRIMARY KEY, entries {integer} NOT NULL)""",
     "p_reports": """CREATE TABLE IF NOT EXISTS p_reports (
-        id TEXT PRIMARY KEY, run_digest TEXT NOT NULL, category TEXT NOT NULL, text TEXT NOT NULL,
-        reporter TEXT, valid_from INTEGER NOT NULL, recorded_at TEXT NOT NULL,
-        resolved_at INTEGER, resolution TEXT, note TEXT)""",
+        id {text} PRIMARY KEY, run_digest {text} NOT NULL, category {text} NOT NULL, text {text} NOT NULL,
+        reporter {text}, valid_from {integer} NOT NULL, recorded_at {text} NOT NULL,
+        resolved_at {integer}, resolution {text}, note {text})""",
     "p_reruns": """CREATE TABLE IF NOT EXISTS p_reruns (
-        id TEXT PRIMARY KEY, run_digest TEXT NOT NULL, kind TEXT NOT NULL, actor TEXT NOT NULL,
-        valid_from INTEGER NOT NULL, recorded_at TEXT NOT NULL, request_id TEXT, body BLOB NOT NULL)
+        id {text} PRIMARY KEY, run_digest {text} NOT NULL, kind {text} NOT NULL, actor {text} NOT NULL,
+        valid_from {integer} NOT NULL, recorded_at {text} NOT NULL, request_id {text}, body {blob} NOT NULL)
        """,
     "p_citations": """CREATE TABLE IF NOT EXISTS p_citations (
-        id TEXT PRIMARY KEY, run_digest TEXT NOT NULL, permalink TEXT NOT NULL,
-        accessed_at TEXT NOT NULL, checkpoint_size INTEGER NOT NULL, valid_from INTEGER NOT NULL)
+        id {text} PRIMARY KEY, run_digest {text} NOT NULL, permalink {text} NOT NULL,
+        accessed_at {text} NOT NULL, checkpoint_size {integer} NOT NULL, valid_from {integer} NOT NULL)
        """,
     "p_policies": """CREATE TABLE IF NOT EXISTS p_policies (
-        policy TEXT NOT NULL, valid_from INTEGER NOT NULL, version TEXT NOT NULL,
-        parameters BLOB NOT NULL, PRIMARY KEY (policy, valid_from))""",
+        policy {text} NOT NULL, valid_from {integer} NOT NULL, version {text} NOT NULL,
+        parameters {blob} NOT NULL, PRIMARY KEY (policy, valid_from))""",
 }
 
 _INDEXES = [
@@ -84,6 +92,7 @@ _INDEXES = [
     "CREATE INDEX IF NOT EXISTS p_runs_current_source ON p_runs (source, run_digest) WHERE valid_to IS NULL",
     "CREATE INDEX IF NOT EXISTS p_runs_current_level ON p_runs (evidence_level, run_digest) WHERE valid_to IS NULL",
     "CREATE INDEX IF NOT EXISTS p_runs_current_hardware ON p_runs (hardware, run_digest) WHERE valid_to IS NULL",
+    "CREATE INDEX IF NOT EXISTS p_runs_current_workload ON p_runs (workload_digest, hardware) WHERE valid_to IS NULL",
     "CREATE INDEX IF NOT EXISTS p_aliases_run ON p_aliases (run_digest)",
     "CREATE INDEX IF NOT EXISTS p_waiting_run ON p_waiting (run_digest)",
     "CREATE INDEX IF NOT EXISTS p_leaders_current ON p_leaders (group_key, at) WHERE valid_to IS NULL",
@@ -97,36 +106,52 @@ TABLES = tuple(_DDL)
 NAMES = TABLES + tuple(ddl.split()[5] for ddl in _INDEXES)
 """Every table and index ``create`` makes (all present: nothing to create)."""
 
+_CREATE = [sql(ddl) for ddl in _DDL.values()]
+_CREATE_INDEX = [sql(ddl) for ddl in _INDEXES]
+_DROP = [sql(f"DROP TABLE IF EXISTS {table}") for table in TABLES]
+ROWS = {table: sql(f"SELECT * FROM {table}") for table in TABLES}  # noqa: S608
+"""Every row of each table, in no order."""
+COLUMNS = {table: sql(f"SELECT * FROM {table} LIMIT 0") for table in TABLES}  # noqa: S608
+"""No row of each table: its cursor's ``description`` names its columns."""
+INSERT = {table: sql(f"INSERT INTO {table} VALUES ({{marks}})") for table in TABLES}  # noqa: S608
+"""A row of each table (``Statement.marks``: one parameter per column)."""
+
 
 def create(conn: Session, *, indexes: bool = True) -> None:
     """Create every projection table (and, unless told not to, index) that does not exist.
 
     ``indexes=False``: tables only. A rebuild builds the indexes once at its end (a bulk build
     is faster than maintaining them row by row); a replay's scratch copy never needs them."""
-    for ddl in _DDL.values():
+    for ddl in _CREATE:
         conn.execute(ddl)
     if indexes:
-        for ddl in _INDEXES:
+        for ddl in _CREATE_INDEX:
             conn.execute(ddl)
 
 
 def drop(conn: Session) -> None:
     """Drop every projection table (the log's own tables are untouched)."""
-    for table in TABLES:
-        conn.execute(f"DROP TABLE IF EXISTS {table}")
+    for ddl in _DROP:
+        conn.execute(ddl)
 
 
-# A table rebuilt into several scratch databases (``projections.shards``) is the union of their
-# rows, except that a manifest recorded by several shards keeps its first position and a key's
-# count of entries signed is the sum of the shards' counts.
+# A table rebuilt into several scratch databases (``projections.shards``: SQLite files attached
+# to one connection) is the union of their rows, except that a manifest recorded by several
+# shards keeps its first position and a key's count of entries signed is the sum of the
+# shards' counts.
 _UNION = {
-    "p_manifests": "SELECT digest, kind, name, min(valid_from) AS valid_from, body FROM ({u})"
-    " GROUP BY digest",
-    "p_signers": "SELECT key_id, sum(entries) AS entries FROM ({u}) GROUP BY key_id",
+    "p_manifests": "SELECT digest, kind, name, min(valid_from) AS valid_from, body, title"
+    " FROM ({union}) GROUP BY digest",
+    "p_signers": "SELECT key_id, sum(entries) AS entries FROM ({union}) GROUP BY key_id",
 }
+_ONE = {table: sql(sqlite=f"SELECT * FROM {{schema}}.{table}") for table in TABLES}  # noqa: S608
+_ALL = {table: sql(sqlite=_UNION.get(table, "{union}")) for table in TABLES}
 
 
-def rebuilt_rows(schemas: Sequence[str], table: str) -> str:
-    """The SQL that reads ``table`` rebuilt into the databases attached as ``schemas``."""
+def rebuilt_rows(schemas: Sequence[str], table: str) -> Statement:
+    """The statement that reads ``table`` rebuilt into the SQLite databases attached as
+    ``schemas`` (``events.stores.scratch``)."""
+    if len(schemas) == 1:
+        return _ONE[table].named(schema=schemas[0])
     union = " UNION ALL ".join(f"SELECT * FROM {s}.{table}" for s in schemas)  # noqa: S608
-    return _UNION.get(table, "{u}").format(u=union) if len(schemas) > 1 else union
+    return _ALL[table].named(union=union)

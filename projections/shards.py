@@ -31,23 +31,19 @@ from __future__ import annotations
 import contextlib
 import heapq
 import pickle
-import queue
-import sqlite3
-import struct
-import subprocess
 import sys
 import tempfile
-import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from pathlib import Path
-from typing import IO, Any, BinaryIO, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 from events.bulk import paused_gc
 from events.entries import StoredEntry, read_entry
 from events.errors import EventError, LogCorrupted, LogError
 from events.keyring import KeyView
 from events.port import Session
+from events.stores import scratch
 from events.stores.sqlite import SqliteLog
 from events.types import (
     AnyEvent,
@@ -65,6 +61,7 @@ from projections.groups import MemberChange
 from projections.materialize import FORMAT, Materializer
 from projections.rows import RowStore
 from projections.runs import Context
+from projections.shardpipe import HEADER, Worker
 from projections.tolerance import TolerancePolicy
 from projections.views import Direction
 
@@ -84,9 +81,6 @@ class Unshardable(LogError):
     caller rebuilds in one process)."""
 
 
-_HEADER = struct.Struct(">cQ")  # C: member changes, D: done, E: error; then the body's length
-
-
 def shard_of(subject: str, workers: int) -> int:
     """The shard that folds the run ``subject``: its last character's code point modulo the
     number of shards (a digest's last hex digit spreads runs evenly; ``SqliteLog.shard_rows``
@@ -95,30 +89,19 @@ def shard_of(subject: str, workers: int) -> int:
 
 
 def open_scratch(path: Path) -> Session:
-    """A fresh scratch database: no journal, no syncs (it is thrown away if anything fails),
-    the projection tables without indexes."""
-    path.unlink(missing_ok=True)  # never rows of an earlier build
-    conn = sqlite3.connect(path, isolation_level=None)
-    for pragma in (
-        "journal_mode=OFF",
-        "synchronous=OFF",
-        "locking_mode=EXCLUSIVE",
-        "cache_size=-131072",
-        "temp_store=MEMORY",
-    ):
-        conn.execute(f"PRAGMA {pragma}")
+    """A fresh scratch database (``events.stores.scratch``) with the projection tables,
+    without indexes."""
+    conn = scratch.open_scratch(path)
     schema.create(conn, indexes=False)
     return conn
 
 
 def open_rebuilt(paths: Sequence[Path]) -> tuple[Session, list[str]]:
-    """A connection that reads a sharded rebuild (``rebuild_sharded``'s paths: the shards, then
+    """A session that reads a sharded rebuild (``rebuild_sharded``'s paths: the shards, then
     the groups' database), and the schemas a table's rows come from (``schema.rebuilt_rows``)."""
     *shards, groups = paths
-    conn = sqlite3.connect(groups, isolation_level=None)
-    for i, path in enumerate(shards):
-        conn.execute("ATTACH DATABASE ? AS ?", (str(path), f"s{i}"))
-    return conn, [*(f"s{i}" for i in range(len(shards))), "main"]
+    session, names = scratch.open_attached(groups, shards)
+    return session, names
 
 
 def rebuild_in_one(
@@ -132,9 +115,9 @@ def rebuild_in_one(
     """
     conn = open_scratch(path)
     try:
-        conn.execute("BEGIN")
+        conn.execute(scratch.BEGIN)
         Materializer(conn).rebuild(entries, batch_size=batch_size, indexes=False)
-        conn.execute("COMMIT")
+        conn.execute(scratch.COMMIT)
     except BaseException:
         conn.close()
         raise
@@ -242,7 +225,7 @@ def _fold_shard(
         # where the shard will fold or record the entry (a run's entry, by its run's shard; any
         # other, by all).
         rows = db.shard_rows(size, shard, workers)
-        conn.execute("BEGIN")
+        conn.execute(scratch.BEGIN)
         while chunk := list(islice(rows, batch)):
             b = _ShardBatch(store, keys, shard, workers, tolerance)
             subjects = [
@@ -273,7 +256,7 @@ def _fold_shard(
             keys, tolerance = dict(b.keys), b.tolerance
             count += len(chunk)
             send(b.member_changes)
-        conn.execute("COMMIT")
+        conn.execute(scratch.COMMIT)
     conn.close()
     return count
 
@@ -282,7 +265,7 @@ def _serve(log: str, size: int, shard: int, workers: int, out: str, batch: int) 
     pipe: BinaryIO = sys.stdout.buffer
 
     def send(kind: bytes, body: bytes) -> None:
-        pipe.write(_HEADER.pack(kind, len(body)))
+        pipe.write(HEADER.pack(kind, len(body)))
         pipe.write(body)
 
     def changes(items: list[Change]) -> None:
@@ -298,66 +281,6 @@ def _serve(log: str, size: int, shard: int, workers: int, out: str, batch: int) 
         failure = LogError(f"a rebuild worker failed: {type(exc).__name__}: {exc}")
         send(b"E", pickle.dumps((LogError, failure.detail, {})))
     pipe.flush()
-
-
-class _Worker:
-    """One shard's process, and a thread that drains its pipe into a queue."""
-
-    def __init__(self, command: list[str], errors: IO[bytes]) -> None:
-        self.errors = errors
-        self.proc = subprocess.Popen(  # noqa: S603 - our own module, by the running interpreter
-            command, stdout=subprocess.PIPE, stderr=errors
-        )
-        self.frames: queue.Queue[tuple[bytes, bytes]] = queue.Queue()
-        self.thread = threading.Thread(target=self._drain, daemon=True)
-        self.thread.start()
-
-    def _drain(self) -> None:
-        stdout = self.proc.stdout
-        assert stdout is not None  # noqa: S101 - piped above
-        while True:
-            header = stdout.read(_HEADER.size)
-            if len(header) < _HEADER.size:
-                self.frames.put((b"", b""))
-                return
-            kind, length = _HEADER.unpack(header)
-            body = stdout.read(length)
-            if len(body) < length:  # it died while writing
-                self.frames.put((b"", b""))
-                return
-            self.frames.put((kind, body))
-            if kind != b"C":
-                return
-
-    def changes(self) -> Iterator[Change]:
-        """The shard's member changes, in its order, until it is done.
-
-        Raises:
-            LogError: the process failed or ended early. EventError (LogCorrupted…): an entry
-            does not read or decode, raised with the plain rebuild's class, words and details."""
-        while True:
-            kind, body = self.frames.get()
-            if kind == b"C":
-                yield from pickle.loads(body)  # noqa: S301 - from our own worker process
-            elif kind == b"D":
-                self.count = int(body)
-                return
-            elif kind == b"E":
-                error, detail, details = pickle.loads(body)  # noqa: S301 - our own worker's
-                raise error(detail, **details)
-            else:
-                self.proc.wait()
-                self.errors.seek(0)
-                lines = self.errors.read().decode(errors="replace").strip().splitlines()
-                raise LogError("a rebuild worker ended early" + (f": {lines[-1]}" if lines else ""))
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-        self.thread.join()
-        assert self.proc.stdout is not None  # noqa: S101 - piped above
-        self.proc.stdout.close()
 
 
 def _fold_groups(conn: Session, changes: Iterator[Change], batch: int) -> None:
@@ -395,12 +318,12 @@ def rebuild_sharded(
             errors = stack.enter_context(tempfile.TemporaryFile())
             command = [sys.executable, "-m", "projections.shards"]
             args = [str(log), str(size), str(i), str(workers), str(path), str(batch)]
-            worker = _Worker([*command, *args], errors)
+            worker = Worker([*command, *args], errors)
             stack.callback(worker.stop)
             running.append(worker)
         conn = open_scratch(groups)
         stack.callback(conn.close)
-        conn.execute("BEGIN")
+        conn.execute(scratch.BEGIN)
         with paused_gc():
             merged = heapq.merge(*(w.changes() for w in running), key=lambda c: c[:3])
             _fold_groups(conn, merged, batch)
@@ -408,7 +331,7 @@ def rebuild_sharded(
         if counts != {size}:
             raise LogError(f"the log holds {min(counts)} entries, not {size}")
         RowStore(conn).set_state(size, FORMAT)
-        conn.execute("COMMIT")
+        conn.execute(scratch.COMMIT)
     return [*paths, groups]
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -142,28 +141,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader went away (``| head``); that is not our error.
         sys.stderr.close()
         return EXIT_OK
-    except (sqlite3.Error, OSError) as exc:
-        # Met outside the log's store (a projection's query, a service database, a file the
-        # command writes): a fault of the storage is one line, anything else a bug to see.
+    except OSError as exc:
+        # A file the command reads or writes (the stores' sessions say their databases'
+        # faults as ``StorageFault``s themselves): a fault of the storage is one line, anything
+        # else a bug to see.
         fault = storage_fault(exc, None)
         if fault is None:
             raise
         return _fail(fault.detail, EXIT_ENVIRONMENT)
-    except Exception as exc:
-        fault = _server_fault(exc, args.store)
-        if fault is None:
-            raise
-        return _fail(fault.detail, EXIT_ENVIRONMENT)
-
-
-def _server_fault(exc: Exception, store: str | None) -> StorageFault | None:
-    """A database server's fault met outside the log's own calls (a projection's query):
-    one line, exit 4. Only imported when the store is one (psycopg)."""
-    if "psycopg" not in sys.modules:
-        return None
-    from events.stores.postgres import pg_fault
-
-    return pg_fault(exc, store or os.environ.get(STORE_ENV, "the store"))
 
 
 def _fail(message: str, code: int) -> int:

@@ -15,10 +15,12 @@ import contextlib
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import unquote
 
 from events.errors import LogError
+from events.port import Session
+from events.statements import Statement, sql
 
 if TYPE_CHECKING:
     from events.stores.sqlbase import SqlLog
@@ -30,6 +32,7 @@ __all__ = [
     "open_store",
     "same_store",
     "service_session",
+    "sqlite_counts",
     "sqlite_path",
     "store_kind",
 ]
@@ -141,8 +144,37 @@ def log_exists(url: str) -> bool:
     return True
 
 
+BEGIN = sql(postgresql="BEGIN")
+BEGIN_IMMEDIATE = sql(sqlite="BEGIN IMMEDIATE")
+_COMMIT = sql("COMMIT")
+_MAKING = sql(postgresql="SELECT pg_advisory_xact_lock(hashtext(?))")
+_DURABLE = sql(sqlite="PRAGMA synchronous=FULL")
+_COUNTS = sql(sqlite="PRAGMA synchronous=NORMAL")
+_WAL = sql(sqlite="PRAGMA journal_mode=WAL")
+_BUSY_WAIT = sql(sqlite="PRAGMA busy_timeout=60000")
+
+
+def _sqlite_session(path: Path, pragmas: tuple[Statement, ...]) -> Session:
+    from events.stores.sqlite_session import SqliteSession, failure
+
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=60)
+    except sqlite3.Error as exc:
+        raise failure(exc, path) from exc
+    session = SqliteSession(conn, path)
+    try:
+        for pragma in pragmas:
+            session.execute(pragma)
+    except BaseException:
+        session.close()
+        raise
+    return session
+
+
 @contextlib.contextmanager
-def service_session(url: str, sqlite_file: Path, ddl: str) -> Iterator[tuple[Any, str]]:
+def service_session(
+    url: str, sqlite_file: Path, ddl: Statement
+) -> Iterator[tuple[Session, Statement]]:
     """A short session for the service's own tables that every API process must share
     (registration challenges, rate limits), made by ``ddl`` (``CREATE TABLE IF NOT EXISTS``)
     if missing, and the statement that begins a write transaction on it: on PostgreSQL, a
@@ -152,24 +184,39 @@ def service_session(url: str, sqlite_file: Path, ddl: str) -> Iterator[tuple[Any
         from events.stores.postgres import pg_session
 
         with pg_session(url) as session:
-            key = (url, ddl)
+            key = (url, ddl.where)
             if key not in _MADE:
-                session.execute("BEGIN")
+                session.execute(BEGIN)
                 # Processes starting together must not race to make the same table.
-                session.execute("SELECT pg_advisory_xact_lock(hashtext(?))", (ddl,))
+                session.execute(_MAKING, (ddl.text("postgresql"),))
                 session.execute(ddl)
-                session.execute("COMMIT")
+                session.execute(_COMMIT)
                 _MADE.add(key)
-            yield session, "BEGIN"
+            yield session, BEGIN
         return
-    conn = sqlite3.connect(sqlite_file, isolation_level=None, check_same_thread=False, timeout=60)
+    conn = _sqlite_session(sqlite_file, (_DURABLE, _BUSY_WAIT))
     try:
-        conn.execute("PRAGMA synchronous=FULL")
-        conn.execute("PRAGMA busy_timeout=60000")
         conn.execute(ddl)
-        yield conn, "BEGIN IMMEDIATE"
+        yield conn, BEGIN_IMMEDIATE
     finally:
         conn.close()
+
+
+def sqlite_counts(path: Path, ddl: Statement) -> Session:
+    """A long-lived session on a SQLite database of counts nobody was promised (the rate
+    limits): WAL, ``synchronous=NORMAL`` (no fsync per commit), a long busy wait; its table
+    made by ``ddl`` if missing.
+
+    Raises:
+        StorageFault: the file cannot be opened or written.
+    """
+    session = _sqlite_session(path, (_WAL, _COUNTS, _BUSY_WAIT))
+    try:
+        session.execute(ddl)
+    except BaseException:
+        session.close()
+        raise
+    return session
 
 
 _MADE: set[tuple[str, str]] = set()  # the service tables this process made (or found)

@@ -21,6 +21,7 @@ from pathlib import Path
 from events.errors import LogCorrupted, LogError
 
 __all__ = [
+    "StatementFailed",
     "StorageBusy",
     "StorageDamaged",
     "StorageFault",
@@ -79,6 +80,17 @@ class StorageBusy(StorageFault):
 
 class StorageUnavailable(StorageFault):
     """Another I/O error: the file cannot be opened, read or written."""
+
+
+class StatementFailed(Exception):
+    """The database refused a statement for a reason that is no fault of the storage (a
+    constraint, a statement the schema does not take): a bug, said without the driver's types
+    (its error is the cause). Raised by the stores' sessions (``events.port.Session``)."""
+
+    def __init__(self, detail: str, **details: object) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.details = details
 
 
 def _filesystem(path: Path | None) -> type[StorageFault] | None:

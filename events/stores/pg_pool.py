@@ -15,20 +15,13 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import psycopg
-from psycopg import errors as pgerrors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from events.errors import LogCorrupted, LogError
-from events.stores.faults import (
-    StorageBusy,
-    StorageDamaged,
-    StorageFault,
-    StorageFull,
-    StorageReadOnly,
-    StorageUnavailable,
-)
+from events.statements import sql
+from events.stores.faults import StatementFailed, StorageDamaged, StorageFault
 from events.stores.pg_schema import act_as_appender
-from events.stores.pgsql import PgSession, adapt
+from events.stores.pgsql import PgSession, pg_fault, run
 
 __all__ = [
     "LOCK_TIMEOUT",
@@ -51,6 +44,10 @@ POOL_SIZE = 64
 
 
 _PASSWORD_OPTION = re.compile(r"(?i)(^|&)(password=)[^&]*")
+_DURABLE = sql(postgresql="SET synchronous_commit = on")
+_LOCK_TIMEOUT = sql(postgresql=f"SET lock_timeout = '{LOCK_TIMEOUT}'")
+_READ_ONLY = sql(postgresql="SET default_transaction_read_only = on")
+_ROLLBACK = sql(postgresql="ROLLBACK")
 
 
 def display_url(url: str) -> str:
@@ -65,46 +62,13 @@ def display_url(url: str) -> str:
     return parts.geturl()
 
 
-def pg_fault(exc: BaseException, url: str) -> StorageFault | None:
-    """The storage fault a psycopg error is (None: no fault of the storage: a bug, a
-    constraint)."""
-    if isinstance(exc, StorageFault):
-        return exc
-    where = display_url(url)
-    why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    kind: type[StorageFault] | None = None
-    if isinstance(exc, pgerrors.DiskFull | pgerrors.OutOfMemory | pgerrors.TooManyConnections):
-        kind = StorageFull if isinstance(exc, pgerrors.DiskFull) else StorageUnavailable
-    elif isinstance(exc, pgerrors.ReadOnlySqlTransaction):
-        kind = StorageReadOnly
-    elif isinstance(exc, pgerrors.LockNotAvailable | pgerrors.DeadlockDetected):
-        kind = StorageBusy
-    elif isinstance(exc, pgerrors.DataCorrupted | pgerrors.IndexCorrupted):
-        kind = StorageDamaged
-    elif isinstance(exc, psycopg.OperationalError | PoolTimeout):
-        kind = StorageUnavailable
-    if kind is None:
-        return None
-    if kind is StorageFull:
-        detail = f"the PostgreSQL server of {where} is out of disk ({why}): nothing was written"
-    elif kind is StorageReadOnly:
-        detail = f"the PostgreSQL server of {where} is read-only ({why}): nothing was written"
-    elif kind is StorageBusy:
-        detail = f"{where} stayed locked by another writer ({why}): nothing was written; try again"
-    elif kind is StorageDamaged:
-        detail = f"{where}: PostgreSQL reports damaged data ({why}): restore it from a backup"
-    else:
-        detail = f"cannot use {where}: {why}: nothing was written"
-    return kind(detail, path=where, reason=why)
-
-
 @contextlib.contextmanager
 def pg_faults(url: str) -> Iterator[None]:
     """The block's psycopg errors of storage as ``StorageFault``s; any other error as it is."""
     try:
         yield
     except (psycopg.Error, PoolTimeout) as exc:
-        fault = pg_fault(exc, url)
+        fault = pg_fault(exc, display_url(url))
         if fault is None:
             raise
         raise fault from exc
@@ -129,11 +93,10 @@ def _session_options(url: str) -> dict[str, Any]:
 
 def _configure(readonly: bool) -> Any:
     def configure(conn: psycopg.Connection[Any]) -> None:
-        adapt(conn)
-        conn.execute("SET synchronous_commit = on")
-        conn.execute(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
+        run(conn, _DURABLE)
+        run(conn, _LOCK_TIMEOUT)
         if readonly:
-            conn.execute("SET default_transaction_read_only = on")
+            run(conn, _READ_ONLY)
         act_as_appender(conn)  # where this user may (``PgLog.role`` says whether it does)
 
     return configure
@@ -201,7 +164,7 @@ def give_back(
     if conn is not None:
         with contextlib.suppress(psycopg.Error):
             if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                conn.execute("ROLLBACK")
+                run(conn, _ROLLBACK)
         pool.putconn(conn)
     key = (url, readonly)
     with _POOLS_LOCK:
@@ -224,7 +187,7 @@ def pg_session(url: str) -> Iterator[PgSession]:
         pool, conn = borrow(url, False)
     try:
         with pg_faults(url):
-            yield PgSession(conn)
+            yield PgSession(conn, where=display_url(url))
     finally:
         give_back(url, False, pool, conn)
 
@@ -236,10 +199,15 @@ def check_url(url: str) -> None:
 
 @contextlib.contextmanager
 def pg_reading(url: str) -> Iterator[None]:
+    """A read's errors: a fault of the storage as it is, anything else (damaged data, a table
+    that is not the log's) as ``LogCorrupted``."""
     try:
         yield
-    except (psycopg.Error, PoolTimeout) as exc:
-        fault = pg_fault(exc, url)
+    except (psycopg.Error, PoolTimeout, StorageFault, StatementFailed) as exc:
+        cause = exc.__cause__ if isinstance(exc, StorageFault | StatementFailed) else exc
+        if not isinstance(cause, psycopg.Error | PoolTimeout):
+            raise
+        fault = pg_fault(cause, display_url(url))
         if fault is not None and not isinstance(fault, StorageDamaged):
             raise fault from None
-        raise LogCorrupted(f"the log cannot be read: {exc}") from None
+        raise LogCorrupted(f"the log cannot be read: {cause}") from None

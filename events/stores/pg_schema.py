@@ -17,6 +17,8 @@ from typing import Any
 import psycopg
 from psycopg import errors as pgerrors
 
+from events.statements import sql
+from events.stores.pgsql import run
 from events.stores.sqlite_schema import SCHEMA_VERSION
 
 __all__ = [
@@ -42,12 +44,38 @@ def appender_role(database: str, schema: str) -> str:
     return APPENDER.format(digest)
 
 
+_HERE = sql(postgresql="SELECT current_database(), current_schema(), quote_ident(current_schema())")
+_HAS_LOG = sql(
+    postgresql="SELECT to_regclass(quote_ident(current_schema()) || '.entries') IS NOT NULL"
+)
+_ORIGIN = sql(postgresql="SELECT value FROM meta WHERE key = 'origin'")
+_WRITERS = sql(postgresql="SELECT pg_advisory_xact_lock(?)")
+_SET_ORIGIN = sql(
+    postgresql="INSERT INTO meta (key, value) VALUES ('origin', ?), ('schema', ?)"
+    " ON CONFLICT (key) DO NOTHING"
+)
+_RESET_ROLE = sql(postgresql="RESET ROLE")
+_MAY_CREATE_ROLES = sql(
+    postgresql="SELECT rolsuper OR rolcreaterole FROM pg_roles WHERE rolname = current_user"
+)
+_ROLE_EXISTS = sql(postgresql="SELECT 1 FROM pg_roles WHERE rolname = ?")
+_SET_ROLE = sql(postgresql='SET ROLE "{role}"')
+_CREATE_ROLE = sql(postgresql='CREATE ROLE "{role}" NOLOGIN')
+_GRANTS = [
+    sql(postgresql='GRANT USAGE, CREATE ON SCHEMA {schema} TO "{role}"'),
+    sql(postgresql='GRANT SELECT, INSERT ON entries, tree_nodes, checkpoints TO "{role}"'),
+    sql(
+        postgresql='REVOKE UPDATE, DELETE, TRUNCATE ON entries, tree_nodes, checkpoints FROM "{role}"'
+    ),
+    sql(postgresql='GRANT SELECT, INSERT ON meta TO "{role}"'),
+]
+_GRANT_ROLE = sql(postgresql='GRANT "{role}" TO CURRENT_USER')
+
+
 def _here(conn: psycopg.Connection[Any]) -> tuple[str, str] | None:
     """The appender role of the session's schema, and that schema quoted (None: the search
     path names no schema that exists)."""
-    row = conn.execute(
-        "SELECT current_database(), current_schema(), quote_ident(current_schema())"
-    ).fetchone()
+    row = run(conn, _HERE).fetchone()
     if row is None or row[1] is None:
         return None
     return appender_role(str(row[0]), str(row[1])), str(row[2])
@@ -61,13 +89,14 @@ def act_as_appender(conn: psycopg.Connection[Any]) -> str | None:
         return None
     role = here[0]
     try:
-        conn.execute(f'SET ROLE "{role}"')
+        run(conn, _SET_ROLE.named(role=role))
     except psycopg.Error:
         return None
     return role
 
 
-_SCHEMA = """
+_SCHEMA = sql(
+    postgresql="""
 CREATE TABLE IF NOT EXISTS meta (key TEXT COLLATE "C" PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS entries (
     seq BIGINT PRIMARY KEY,
@@ -90,6 +119,7 @@ BEGIN
     RAISE EXCEPTION '% is append-only', TG_TABLE_NAME USING ERRCODE = 'restrict_violation';
 END $$;
 """
+)
 _TRIGGERS = """
 CREATE OR REPLACE TRIGGER {table}_append_only BEFORE UPDATE OR DELETE ON {table}
     FOR EACH ROW EXECUTE FUNCTION benchproof_append_only();
@@ -97,6 +127,7 @@ CREATE OR REPLACE TRIGGER {table}_no_truncate BEFORE TRUNCATE ON {table}
     FOR EACH STATEMENT EXECUTE FUNCTION benchproof_append_only();
 """
 _LOG_TABLES = ("entries", "tree_nodes", "checkpoints")
+_APPEND_ONLY = [sql(postgresql=_TRIGGERS.format(table=table)) for table in _LOG_TABLES]
 
 
 def writer_key(schema: str) -> int:
@@ -107,40 +138,34 @@ def writer_key(schema: str) -> int:
 
 def has_log(conn: psycopg.Connection[Any]) -> bool:
     # In the schema the log is made in only (not wherever else the search path leads).
-    row = conn.execute(
-        "SELECT to_regclass(quote_ident(current_schema()) || '.entries') IS NOT NULL"
-    ).fetchone()
+    row = run(conn, _HAS_LOG).fetchone()
     return bool(row and row[0])
 
 
 def stored_origin(conn: psycopg.Connection[Any]) -> str | None:
     if not has_log(conn):
         return None
-    row = conn.execute("SELECT value FROM meta WHERE key = 'origin'").fetchone()
+    row = run(conn, _ORIGIN).fetchone()
     return None if row is None else str(row[0])
 
 
 def set_origin(conn: psycopg.Connection[Any], key: int, origin: str) -> None:
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
-        conn.execute(
-            "INSERT INTO meta (key, value) VALUES ('origin', %s), ('schema', %s)"
-            " ON CONFLICT (key) DO NOTHING",
-            (origin, str(SCHEMA_VERSION)),
-        )
+        run(conn, _WRITERS, (key,))
+        run(conn, _SET_ORIGIN, (origin, str(SCHEMA_VERSION)))
 
 
 def create(conn: psycopg.Connection[Any], key: int) -> None:
     """The log tables, their triggers and the appender role (idempotent; under the writers'
     lock, so that processes starting together do not race). Run as the URL's own user: the
     tables are its; the appender may only read and insert."""
-    conn.execute("RESET ROLE")
+    run(conn, _RESET_ROLE)
     try:
         with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
-            conn.execute(_SCHEMA)
-            for table in _LOG_TABLES:
-                conn.execute(_TRIGGERS.format(table=table))
+            run(conn, _WRITERS, (key,))
+            run(conn, _SCHEMA)
+            for triggers in _APPEND_ONLY:
+                run(conn, triggers)
             _grant(conn)
     finally:
         act_as_appender(conn)
@@ -151,10 +176,8 @@ def _grant(conn: psycopg.Connection[Any]) -> None:
     here = _here(conn)
     assert here is not None  # noqa: S101 - the log's tables were just made in it
     role, quoted = here
-    row = conn.execute(
-        "SELECT rolsuper OR rolcreaterole FROM pg_roles WHERE rolname = current_user"
-    ).fetchone()
-    exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
+    row = run(conn, _MAY_CREATE_ROLES).fetchone()
+    exists = run(conn, _ROLE_EXISTS, (role,)).fetchone()
     if exists is None:
         if not (row and row[0]):
             return  # triggers alone keep the log append-only
@@ -163,15 +186,11 @@ def _grant(conn: psycopg.Connection[Any]) -> None:
             conn.transaction(),
             contextlib.suppress(pgerrors.DuplicateObject, pgerrors.UniqueViolation),
         ):
-            conn.execute(f'CREATE ROLE "{role}" NOLOGIN')
-    conn.execute(f'GRANT USAGE, CREATE ON SCHEMA {quoted} TO "{role}"')
-    conn.execute(f'GRANT SELECT, INSERT ON entries, tree_nodes, checkpoints TO "{role}"')
-    conn.execute(
-        f'REVOKE UPDATE, DELETE, TRUNCATE ON entries, tree_nodes, checkpoints FROM "{role}"'
-    )
-    conn.execute(f'GRANT SELECT, INSERT ON meta TO "{role}"')
+            run(conn, _CREATE_ROLE.named(role=role))
+    for grant in _GRANTS:
+        run(conn, grant.named(role=role, schema=quoted))
     with (
         contextlib.suppress(pgerrors.InsufficientPrivilege, pgerrors.InvalidGrantOperation),
         conn.transaction(),
     ):
-        conn.execute(f'GRANT "{role}" TO CURRENT_USER')
+        run(conn, _GRANT_ROLE.named(role=role))

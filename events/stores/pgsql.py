@@ -1,218 +1,175 @@
-"""The projections' SQL on PostgreSQL: a session with the shape of a ``sqlite3.Connection``.
+"""A session on one psycopg connection (``events.port.Session``), and PostgreSQL's errors said
+in the port's terms.
 
-The projections (``projections/``) and the service's own small tables are written once, in the
-SQL that SQLite and PostgreSQL share, with SQLite's ``?`` placeholders. ``PgSession`` runs that
-SQL on a psycopg connection, rewriting the few SQLite spellings the code uses into PostgreSQL's
-(once per statement text; the result is cached):
+``PgSession`` sends each statement's PostgreSQL text (``events.statements``: written for
+PostgreSQL, or in the SQL both stores speak, rendered for psycopg's parameter style when it was
+defined): nothing is rewritten while it runs, and values come back as psycopg reads them. The
+statements ask for what both stores answer alike (integers, not booleans; no ``numeric``
+results), so nothing needs a loader of its own.
 
-- placeholders: ``?`` becomes ``%s`` and ``:name`` (with a mapping of parameters) ``%(name)s``;
-  a literal ``%`` is doubled;
-- ``INSERT OR IGNORE`` becomes ``INSERT … ON CONFLICT DO NOTHING``;
-- in ``CREATE TABLE``: ``INTEGER`` is ``BIGINT``, ``REAL`` is ``DOUBLE PRECISION``, ``BLOB`` is
-  ``BYTEA``, and ``TEXT`` compares bytewise (``COLLATE "C"``, as SQLite's ``BINARY``), so that
-  every order and every range over text is the same on both stores;
-- ``json_extract(CAST(col AS TEXT), '$.a.b')`` reads the JSON bytes with ``#>>`` (as text,
-  collated ``"C"``), and ``LIKE`` is ``ILIKE`` (SQLite's ``LIKE`` ignores ASCII case). PostgreSQL's
-  text holds no U+0000: a ``\\u0000`` in the JSON reads as U+0001, the character that sorts
-  next to it, so that a name holding one sorts as on SQLite (which keeps the NUL), and a text
-  value written with a U+0000 is written with a U+0001 (a projection row holding one then
-  differs from SQLite's in that character; the log's own bytes never do);
-- ``PRAGMA table_info(t)`` reads ``information_schema``; ``PRAGMA schema_version`` answers a
-  number that changes when the projection tables are made again (the keyring cache's cookie);
-- ``main.`` (SQLite's name of the connection's own database) is dropped.
-
-Values come back as SQLite gives them: booleans as 0 and 1, whole ``numeric`` results (a
-``sum`` of integers) as ``int``; a Python ``bool`` is written as an integer.
+PostgreSQL's errors never leave it: a fault of the storage (the server unreachable, out of
+disk, read-only, a lock held too long, damaged data) is raised as a ``StorageFault``
+(``pg_fault``), any other refusal as a ``StatementFailed``, psycopg's error as the cause.
 """
 
 from __future__ import annotations
 
-import decimal
-import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from functools import lru_cache
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Literal
 
 import psycopg
-from psycopg.adapt import Dumper, Loader
-from psycopg.pq import Format
+from psycopg import errors as pgerrors
+from psycopg_pool import PoolTimeout
 
-__all__ = ["PgSession", "adapt", "translate"]
-
-_LITERAL = re.compile(r"'(?:[^']|'')*'")
-_NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
-_IGNORE = re.compile(r"^\s*INSERT\s+OR\s+IGNORE\s+INTO\b", re.I)
-_CREATE_TABLE = re.compile(r"^\s*CREATE\s+TABLE\b", re.I)
-_TYPES = (
-    (re.compile(r"\bINTEGER\b"), "BIGINT"),
-    (re.compile(r"\bREAL\b"), "DOUBLE PRECISION"),
-    (re.compile(r"\bBLOB\b"), "BYTEA"),
-    (re.compile(r"\bTEXT\b"), 'TEXT COLLATE "C"'),
+from events.statements import Statement
+from events.stores.faults import (
+    StatementFailed,
+    StorageBusy,
+    StorageDamaged,
+    StorageFault,
+    StorageFull,
+    StorageReadOnly,
+    StorageUnavailable,
 )
-_JSON = re.compile(r"json_extract\(CAST\((\w+) AS TEXT\), '\$\.([\w.]+)'\)")
-_LIKE = re.compile(r"\bLIKE\b")
-_MAIN = re.compile(r"\bmain\.(?=\w)")
-_TABLE_INFO = re.compile(r"^\s*PRAGMA\s+table_info\((\w+)\)\s*$", re.I)
-_SCHEMA_VERSION = re.compile(r"^\s*PRAGMA\s+schema_version\s*$", re.I)
+
+__all__ = ["PgSession", "failure", "pg_fault", "run"]
 
 
-def _outside_literals(sql: str, change: Any) -> str:
-    """Apply ``change`` to the parts of ``sql`` outside its string literals."""
-    out, at = [], 0
-    for match in _LITERAL.finditer(sql):
-        out.append(change(sql[at : match.start()]))
-        out.append(match.group(0))
-        at = match.end()
-    out.append(change(sql[at:]))
-    return "".join(out)
+def pg_fault(exc: BaseException, where: str) -> StorageFault | None:
+    """The storage fault a psycopg error is (None: no fault of the storage: a bug, a
+    constraint); ``where`` names the store (its URL without the password)."""
+    if isinstance(exc, StorageFault):
+        return exc
+    why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    kind: type[StorageFault] | None = None
+    if isinstance(exc, pgerrors.DiskFull | pgerrors.OutOfMemory | pgerrors.TooManyConnections):
+        kind = StorageFull if isinstance(exc, pgerrors.DiskFull) else StorageUnavailable
+    elif isinstance(exc, pgerrors.ReadOnlySqlTransaction):
+        kind = StorageReadOnly
+    elif isinstance(exc, pgerrors.LockNotAvailable | pgerrors.DeadlockDetected):
+        kind = StorageBusy
+    elif isinstance(exc, pgerrors.DataCorrupted | pgerrors.IndexCorrupted):
+        kind = StorageDamaged
+    elif isinstance(exc, psycopg.OperationalError | PoolTimeout):
+        kind = StorageUnavailable
+    if kind is None:
+        return None
+    if kind is StorageFull:
+        detail = f"the PostgreSQL server of {where} is out of disk ({why}): nothing was written"
+    elif kind is StorageReadOnly:
+        detail = f"the PostgreSQL server of {where} is read-only ({why}): nothing was written"
+    elif kind is StorageBusy:
+        detail = f"{where} stayed locked by another writer ({why}): nothing was written; try again"
+    elif kind is StorageDamaged:
+        detail = f"{where}: PostgreSQL reports damaged data ({why}): restore it from a backup"
+    else:
+        detail = f"cannot use {where}: {why}: nothing was written"
+    return kind(detail, path=where, reason=why)
 
 
-@lru_cache(maxsize=4096)
-def translate(sql: str, named: bool = False, bound: bool = True) -> str:
-    """The PostgreSQL spelling of one statement written for SQLite (see the module's text);
-    ``named``: its parameters come as a mapping (``:name``); ``bound=False``: it is sent with
-    no parameters (psycopg then reads no placeholder, so a ``%`` stays as it is)."""
-    info = _TABLE_INFO.match(sql)
-    if info:
-        return (
-            "SELECT ordinal_position - 1, column_name FROM information_schema.columns"  # noqa: S608
-            f" WHERE table_schema = current_schema() AND table_name = '{info.group(1)}'"
-            " ORDER BY ordinal_position"
-        )
-    if _SCHEMA_VERSION.match(sql):
-        # Projection tables made again get a new oid: the cookie moves, as SQLite's does.
-        return "SELECT coalesce(to_regclass('p_keys')::oid::bigint, 0)"
-    if _CREATE_TABLE.match(sql):
-        for pattern, spelling in _TYPES:
-            sql = pattern.sub(spelling, sql)
-    ignore = _IGNORE.match(sql)
-    if ignore:
-        sql = "INSERT INTO" + sql[ignore.end() :] + " ON CONFLICT DO NOTHING"
-    if bound:
-        sql = sql.replace("%", "%%")
-
-    def change(part: str) -> str:
-        part = _MAIN.sub("", part)
-        part = _LIKE.sub("ILIKE", part)
-        if named:
-            return _NAMED.sub(r"%(\1)s", part)
-        return part.replace("?", "%s")
-
-    sql = _outside_literals(sql, change)
-    # After the placeholders: the path literal is not a parameter.
-    return _JSON.sub(
-        lambda m: (
-            f"((replace(convert_from({m.group(1)}, 'UTF8'), '\\u0000', '\\u0001')::jsonb"
-            f" #>> '{{{m.group(2).replace('.', ',')}}}')"
-            ' COLLATE "C")'
-        ),
-        sql,
-    )
+def failure(exc: psycopg.Error | PoolTimeout, where: str) -> StorageFault | StatementFailed:
+    """What a psycopg error on the store ``where`` is, in the port's terms."""
+    fault = pg_fault(exc, where)
+    if fault is not None:
+        return fault
+    return StatementFailed(str(exc), sqlstate=getattr(exc, "sqlstate", None))
 
 
-class _IntFromBool(Loader):
-    def load(self, data: Any) -> int:
-        return 1 if bytes(data) == b"t" else 0
+def run(
+    conn: psycopg.Connection[Any], statement: Statement, parameters: Sequence[Any] = ()
+) -> psycopg.Cursor[Any]:
+    """Send ``statement`` on a bare connection (the store's own set-up, before a session
+    holds it), psycopg's errors as they are (the caller says them in the port's terms)."""
+    text = statement.postgresql
+    if text is None:
+        raise LookupError(f"{statement!r} is not written for PostgreSQL")
+    statement.ran[1] = True
+    return conn.execute(text, parameters)
 
 
-class _WholeNumeric(Loader):
-    def load(self, data: Any) -> int | float:
-        value = decimal.Decimal(bytes(data).decode())
-        return int(value) if value == value.to_integral_value() else float(value)
-
-
-class _TextWithoutNul(Dumper):
-    """``str`` as psycopg writes it (untyped text: the server infers the type), except that a
-    U+0000, which PostgreSQL's text cannot hold, is written as U+0001 (as the JSON reads)."""
-
-    format = Format.TEXT
-    oid = 0
-
-    def dump(self, obj: Any) -> bytes:
-        text = str(obj)
-        if "\0" in text:
-            text = text.replace("\0", "\x01")
-        return text.encode()
-
-
-class _BoolAsInt(Dumper):
-    format = Format.TEXT
-    oid = psycopg.adapters.types["int8"].oid
-
-    def dump(self, obj: Any) -> bytes:
-        return b"1" if obj else b"0"
-
-
-def adapt(conn: psycopg.Connection[Any]) -> None:
-    """Make ``conn`` answer values as SQLite does (booleans as integers, whole numerics as
-    ``int``) and write ``bool`` as an integer."""
-    conn.adapters.register_loader("bool", _IntFromBool)
-    conn.adapters.register_loader("numeric", _WholeNumeric)
-    conn.adapters.register_dumper(bool, _BoolAsInt)
-    conn.adapters.register_dumper(str, _TextWithoutNul)
-
-
-def _is_read(sql: str) -> bool:
-    head = sql.lstrip()[:8].upper()
-    return head.startswith(("SELECT", "PRAGMA"))
+def _is_read(text: str) -> bool:
+    return text.lstrip()[:6].upper() == "SELECT"
 
 
 class PgSession:
-    """A psycopg connection with the calls of ``sqlite3.Connection`` the projections use
-    (``execute``, ``executemany``), their SQL translated (``translate``). Transactions are the
+    """A psycopg connection (``raw``) as a session of the store ``where``. Transactions are the
     store's: this only runs statements inside whatever the store began.
 
     ``reconnect``, when given, replaces a connection the server dropped (a restart, a fail-over),
     but only between the store's transactions (``held`` is false): a read that meets a dropped
     connection there is run again once on the new one. Inside a transaction or a snapshot,
-    and for anything but a read, the error is raised as it came: a transaction is never
-    continued on another connection, and a write is never run twice."""
+    and for anything but a read, the error is raised: a transaction is never continued on
+    another connection, and a write is never run twice."""
 
     def __init__(
         self,
         conn: psycopg.Connection[Any],
         reconnect: Callable[[], psycopg.Connection[Any]] | None = None,
+        *,
+        where: str = "the log's database",
     ) -> None:
         self.raw = conn
+        self.where = where
         self._reconnect = reconnect
         self.held = False  # the store has a transaction or a snapshot open on this session
 
-    def execute(self, sql: str, parameters: Sequence[Any] | Mapping[str, Any] = ()) -> Any:
+    @property
+    def dialect(self) -> Literal["postgresql"]:
+        return "postgresql"
+
+    def execute(self, statement: Statement | str, parameters: Sequence[Any] = (), /) -> Any:
+        if isinstance(statement, str):  # PostgreSQL's own SQL, as a test or a tool writes it
+            text: str = statement
+            bound: Sequence[Any] | None = parameters or None
+        else:
+            found = statement.postgresql
+            if found is None:
+                raise LookupError(f"{statement!r} is not written for PostgreSQL")
+            statement.ran[1] = True
+            text, bound = found, parameters
         free = not self.held and self._reconnect is not None
-        if free and self.raw.broken:
-            self.renew()
         try:
-            return self._execute(sql, parameters)
-        except psycopg.OperationalError:
-            # Decided on what held before the statement: a broken connection's own state says
-            # nothing any more.
-            if not (free and self.raw.broken and _is_read(sql)):
-                raise
-            self.renew()
-            return self._execute(sql, parameters)
+            if free and self.raw.broken:
+                self.renew()
+            try:
+                return self.raw.execute(text, bound)
+            except psycopg.OperationalError:
+                # Decided on what held before the statement: a broken connection's own state
+                # says nothing any more.
+                if not (free and self.raw.broken and _is_read(text)):
+                    raise
+                self.renew()
+                return self.raw.execute(text, bound)
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise failure(exc, self.where) from exc
 
     def renew(self) -> None:
-        """Replace the connection by a new one (the store's ``reconnect``)."""
+        """Replace the connection by a new one (the store's ``reconnect``).
+
+        Raises:
+            psycopg.OperationalError: there is none to make.
+        """
         if self._reconnect is None:
             raise psycopg.OperationalError("the connection was lost")
         self.raw = self._reconnect()
 
-    def _execute(self, sql: str, parameters: Sequence[Any] | Mapping[str, Any]) -> Any:
-        cursor = self.raw.cursor()
-        if isinstance(parameters, Mapping):
-            cursor.execute(translate(sql, True), parameters)
-        elif parameters:
-            cursor.execute(translate(sql), tuple(parameters))
+    def executemany(self, statement: Statement | str, rows: Iterable[Sequence[Any]], /) -> Any:
+        if isinstance(statement, str):
+            text: str = statement
         else:
-            cursor.execute(translate(sql, bound=False))
-        return cursor
-
-    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Any:
-        batch = [tuple(row) for row in rows]
-        cursor = self.raw.cursor()
-        if batch:
-            cursor.executemany(translate(sql), batch)
-        return cursor
+            found = statement.postgresql
+            if found is None:
+                raise LookupError(f"{statement!r} is not written for PostgreSQL")
+            statement.ran[1] = True
+            text = found
+        batch = rows if isinstance(rows, list) else list(rows)
+        try:
+            cursor = self.raw.cursor()
+            if batch:
+                cursor.executemany(text, batch)
+            return cursor
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise failure(exc, self.where) from exc
 
     @property
     def in_transaction(self) -> bool:

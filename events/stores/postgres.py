@@ -10,8 +10,9 @@
   transaction-scoped advisory lock (``pg_advisory_xact_lock``) keyed by the schema; a second
   writer waits for it (``lock_timeout``, then ``WriterBusy``). Readers never wait.
 - A batch commits in one transaction with its tree nodes, checkpoint and the projections it
-  touches (the session is the writer's connection; the projections' SQL is translated by
-  ``events.stores.pgsql``), with ``synchronous_commit = on``: acknowledged means durable.
+  touches (the session is the writer's connection, ``events.stores.pgsql``; every statement is
+  sent in the text written for PostgreSQL, ``events.statements``), with ``synchronous_commit =
+  on``: acknowledged means durable.
 - Connections come from a ``psycopg_pool`` pool per URL and process: a read handle borrows one
   and gives it back when closed (``events.stores.pg_pool``); the tables, triggers and role are
   made by ``events.stores.pg_schema``.
@@ -30,6 +31,7 @@ from psycopg_pool import ConnectionPool
 
 from events.errors import LogError
 from events.port import EntryHeader, EntryRow, LogStore
+from events.statements import Statement, sql
 from events.stores.faults import StorageUnavailable
 from events.stores.pg_pool import (
     LOCK_TIMEOUT,
@@ -37,7 +39,6 @@ from events.stores.pg_pool import (
     check_url,
     display_url,
     give_back,
-    pg_fault,
     pg_faults,
     pg_reading,
     pg_session,
@@ -49,19 +50,32 @@ from events.stores.pg_schema import (
     stored_origin,
     writer_key,
 )
-from events.stores.pgsql import PgSession
+from events.stores.pgsql import PgSession, pg_fault, run
 from events.stores.sqlbase import SqlLog
+from events.stores.sqlite_reads import HEADERS, LEAVES, ROWS
 from events.stores.sqlite_schema import SCHEMA_VERSION, WriterBusy
 
 __all__ = ["PgLog", "display_url", "pg_fault", "pg_faults", "pg_session"]
 
 _PAGE = 4096  # entries per query of a long ranged read: memory stays flat on a large log
 
+_SCHEMA_NAME = sql(postgresql="SELECT current_schema()")
+_SCHEMA_VERSION = sql(postgresql="SELECT value FROM meta WHERE key = 'schema'")
+_ROLE = sql(postgresql="SELECT current_user::text, session_user::text")
+_HAS = sql(
+    postgresql="SELECT CASE WHEN to_regclass(quote_ident(current_schema()) || '.' ||"
+    " quote_ident(?)) IS NULL THEN 0 ELSE 1 END"
+)
+_BEGIN = sql(postgresql="BEGIN")
+_WRITERS = sql(postgresql="SELECT pg_advisory_xact_lock(?)")
+_COMMIT = sql(postgresql="COMMIT")
+_ROLLBACK = sql(postgresql="ROLLBACK")
+
 
 class PgLog(SqlLog):
     """The append-only log in a PostgreSQL schema (``events.port.LogStore[PgSession]``)."""
 
-    SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+    SNAPSHOT: Statement = sql(postgresql="BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
 
     def __init__(
         self,
@@ -73,7 +87,7 @@ class PgLog(SqlLog):
         *,
         readonly: bool = False,
     ) -> None:
-        session = PgSession(conn, self._reconnect)
+        session = PgSession(conn, self._reconnect, where=display_url(url))
         super().__init__(session, origin, readonly=readonly)
         self._pg = session
         self.url = url
@@ -98,7 +112,7 @@ class PgLog(SqlLog):
         with pg_faults(url):
             pool, conn = borrow(url, False)
             try:
-                schema = str(conn.execute("SELECT current_schema()").fetchone()[0])  # type: ignore[index,unused-ignore]
+                schema = str(run(conn, _SCHEMA_NAME).fetchone()[0])  # type: ignore[index,unused-ignore]
                 if create:
                     create_tables(conn, writer_key(schema))
                 stored = stored_origin(conn)
@@ -115,7 +129,7 @@ class PgLog(SqlLog):
                     raise LogError(
                         f"{display_url(url)}: the log's origin is {stored!r}, not {origin!r}"
                     )
-                version = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+                version = run(conn, _SCHEMA_VERSION).fetchone()
                 if version is not None and int(version[0]) > SCHEMA_VERSION:
                     raise LogError(
                         f"{display_url(url)}: schema {version[0]} is newer than this code "
@@ -137,7 +151,7 @@ class PgLog(SqlLog):
         with pg_faults(url):
             pool, conn = borrow(url, True)
             try:
-                schema = str(conn.execute("SELECT current_schema()").fetchone()[0])  # type: ignore[index,unused-ignore]
+                schema = str(run(conn, _SCHEMA_NAME).fetchone()[0])  # type: ignore[index,unused-ignore]
                 if not has_log(conn):
                     raise LogError(f"no log at {display_url(url)}")
                 stored = stored_origin(conn)
@@ -161,7 +175,7 @@ class PgLog(SqlLog):
     def role(self) -> str | None:
         """The role this handle's session acts as (its log's appender role:
         ``events.stores.pg_schema.appender_role``), or None (the URL's user)."""
-        row = self._pg.raw.execute("SELECT current_user::text, session_user::text").fetchone()
+        row = self._pg.execute(_ROLE).fetchone()
         return None if row is None or row[0] == row[1] else str(row[0])
 
     def close(self) -> None:
@@ -180,11 +194,7 @@ class PgLog(SqlLog):
 
     def has(self, name: str) -> bool:
         # In the log's own schema only (not wherever else the search path leads).
-        row = self._pg.execute(
-            "SELECT to_regclass(quote_ident(current_schema()) || '.' || quote_ident(?))"
-            " IS NOT NULL",
-            (name,),
-        ).fetchone()
+        row = self._pg.execute(_HAS, (name,)).fetchone()
         return bool(row and row[0])
 
     # --- the transaction ---------------------------------------------------------------------
@@ -195,19 +205,19 @@ class PgLog(SqlLog):
     def _reading(self) -> AbstractContextManager[None]:
         return pg_reading(self.url)
 
-    def _begin(self, statement: str) -> psycopg.Connection[Any]:
+    def _begin(self, statement: Statement) -> psycopg.Connection[Any]:
         """Begin on the session's connection, or on a new one if the server dropped it while
         it was idle (a restart): nothing was begun on the old one."""
         session = self._pg
         if session.raw.broken:
             session.renew()
         try:
-            session.raw.execute(statement)
+            run(session.raw, statement)
         except psycopg.OperationalError:
             if not session.raw.broken:
                 raise
             session.renew()
-            session.raw.execute(statement)
+            run(session.raw, statement)
         session.held = True
         return session.raw
 
@@ -220,17 +230,17 @@ class PgLog(SqlLog):
             finally:
                 try:
                     if self._pg.in_transaction:
-                        self._pg.raw.execute("COMMIT")
+                        run(self._pg.raw, _COMMIT)
                 finally:
                     self._pg.held = False
 
     def _start(self) -> None:
-        raw = self._begin("BEGIN")
+        raw = self._begin(_BEGIN)
         try:
-            raw.execute("SELECT pg_advisory_xact_lock(%s)", (self._key,))
+            run(raw, _WRITERS, (self._key,))
         except BaseException as exc:
             with contextlib.suppress(psycopg.Error):
-                raw.execute("ROLLBACK")
+                run(raw, _ROLLBACK)
             self._pg.held = False
             if isinstance(exc, pgerrors.LockNotAvailable):
                 raise WriterBusy(
@@ -245,7 +255,7 @@ class PgLog(SqlLog):
             # caught): PostgreSQL would answer a COMMIT with a warning, or a ROLLBACK.
             raise LogError("the transaction was lost before its commit: nothing of it is recorded")
         try:
-            done = raw.execute("COMMIT")
+            done = run(raw, _COMMIT)
         except psycopg.OperationalError as exc:
             raise StorageUnavailable(
                 f"the connection to {display_url(self.url)} was lost during COMMIT ({exc}): the "
@@ -270,31 +280,20 @@ class PgLog(SqlLog):
     def leaves(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, bytes]]:
         for low, high in self._pages(start, end):
             with self._reading():
-                rows = self._conn.execute(
-                    "SELECT seq, leaf FROM entries WHERE seq >= ? AND seq < ? ORDER BY seq",
-                    (low, high),
-                ).fetchall()
+                rows = self._conn.execute(LEAVES, (low, high)).fetchall()
             for seq, leaf in rows:
                 yield int(seq), bytes(leaf)
 
     def rows(self, start: int = 0, end: int | None = None) -> Iterator[EntryRow]:
         for low, high in self._pages(start, end):
             with self._reading():
-                rows = self._conn.execute(
-                    "SELECT seq, recorded_at, type, subject, payload_digest, leaf_hash, leaf"
-                    " FROM entries WHERE seq >= ? AND seq < ? ORDER BY seq",
-                    (low, high),
-                ).fetchall()
+                rows = self._conn.execute(ROWS, (low, high)).fetchall()
             for seq, at, type_, subject, digest, lh, leaf in rows:
                 yield EntryRow(int(seq), at, type_, subject, digest, bytes(lh), bytes(leaf))
 
     def headers(self, start: int = 0, end: int | None = None) -> Iterator[EntryHeader]:
         for low, high in self._pages(start, end):
-            rows = self._conn.execute(
-                "SELECT seq, type, subject, recorded_at FROM entries"
-                " WHERE seq >= ? AND seq < ? ORDER BY seq",
-                (low, high),
-            ).fetchall()
+            rows = self._conn.execute(HEADERS, (low, high)).fetchall()
             for row in rows:
                 yield EntryHeader(*row)
 

@@ -1,10 +1,10 @@
 """What every SQL store of the log does alike: the append transaction, the batch written with
 its tree nodes, projections and checkpoint, and mirrored leaves taken in (``events.port``).
 
-``SqlLog`` runs on any session with the calls of ``sqlite3.Connection`` (``execute``,
-``executemany``, ``in_transaction``): SQLite's own connection (``events.stores.sqlite``) or a
-PostgreSQL session that speaks the same SQL (``events.stores.pgsql``). Each adapter says how it
-takes the writers' lock, begins, commits and names its storage faults.
+``SqlLog`` runs on a session of either store (``events.port.Session``: SQLite's,
+``events.stores.sqlite_session``, or PostgreSQL's, ``events.stores.pgsql``), sending the
+statements below in the SQL both speak. Each adapter says how it takes the writers' lock,
+begins, commits and names its storage faults.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from events.port import (
     Projector,
     SignedCheckpoint,
 )
+from events.statements import Statement, sql
 from events.stores.sqlite_reads import SqliteReads
 from events.stores.sqlite_schema import node_id
 from events.tiles import MAX_LEAF, LeafTooLarge
@@ -37,6 +38,18 @@ from events.tiles import MAX_LEAF, LeafTooLarge
 __all__ = ["CHUNK", "SqlLog"]
 
 CHUNK = 1024
+
+_INSERT_ENTRY = sql(
+    "INSERT INTO entries (seq, recorded_at, type, subject, payload_digest, leaf_hash, leaf)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_NODE = sql("INSERT INTO tree_nodes (id, hash) VALUES (?, ?)")
+_INSERT_CHECKPOINT = sql(
+    "INSERT INTO checkpoints (size, root, signed_at, note) VALUES (?, ?, ?, ?)"
+    " ON CONFLICT DO NOTHING"
+)
+ROLLBACK = sql("ROLLBACK")
+COMMIT = sql("COMMIT")
 
 
 def _too_large(type_: str, subject: str, size: int) -> LeafTooLarge:
@@ -56,7 +69,7 @@ class SqlLog(SqliteReads):
     """The writes of the log port on one SQL session (``self._conn``); reads are
     ``SqliteReads``'. Writes serialise on a lock; open another handle for concurrent reads."""
 
-    SNAPSHOT = "BEGIN"
+    SNAPSHOT: Statement = sql(sqlite="BEGIN")
     """The statement that begins a read snapshot (SQLite's deferred ``BEGIN`` starts it at the
     first read)."""
 
@@ -107,7 +120,7 @@ class SqlLog(SqliteReads):
                     # transaction open then), nothing of it stays, and the edge is re-read.
                     try:
                         if self._conn.in_transaction:
-                            self._conn.execute("ROLLBACK")
+                            self._conn.execute(ROLLBACK)
                     finally:
                         self._loaded = None
                         self._release()
@@ -153,7 +166,7 @@ class SqlLog(SqliteReads):
             try:
                 yield self._conn
             finally:
-                self._conn.execute("COMMIT")
+                self._conn.execute(COMMIT)
 
     def close(self) -> None:
         """Close the handle (each adapter lets go of what it holds)."""
@@ -258,12 +271,8 @@ class SqlLog(SqliteReads):
     def _insert(
         self, rows: Sequence[tuple[object, ...]], nodes: Sequence[tuple[int, bytes]]
     ) -> None:
-        self._conn.executemany(
-            "INSERT INTO entries (seq, recorded_at, type, subject, payload_digest, leaf_hash, leaf)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            rows,
-        )
-        self._conn.executemany("INSERT INTO tree_nodes (id, hash) VALUES (?, ?)", nodes)
+        self._conn.executemany(_INSERT_ENTRY, rows)
+        self._conn.executemany(_INSERT_NODE, nodes)
 
     def _sign_checkpoint(self, sign_checkpoint: NoteSigner, now: datetime) -> None:
         """Sign and store a checkpoint of the current edge, inside the caller's transaction."""
@@ -274,7 +283,7 @@ class SqlLog(SqliteReads):
 
     def _store_checkpoint(self, checkpoint: SignedCheckpoint) -> None:
         self._conn.execute(
-            "INSERT OR IGNORE INTO checkpoints (size, root, signed_at, note) VALUES (?, ?, ?, ?)",
+            _INSERT_CHECKPOINT,
             (checkpoint.size, checkpoint.root, checkpoint.signed_at, checkpoint.note),
         )
 

@@ -17,8 +17,16 @@ from typing import TYPE_CHECKING
 
 from events.errors import LogError
 from events.port import LogStore
-from events.stores.faults import StorageDamaged, storage_fault, storage_faults
-from events.stores.sqlbase import CHUNK, SqlLog
+from events.statements import sql
+from events.stores.faults import (
+    StatementFailed,
+    StorageBusy,
+    StorageDamaged,
+    StorageFault,
+    storage_fault,
+    storage_faults,
+)
+from events.stores.sqlbase import CHUNK, COMMIT, SqlLog
 from events.stores.sqlite_schema import (
     SCHEMA_VERSION,
     Checkpointer,
@@ -27,6 +35,7 @@ from events.stores.sqlite_schema import (
     connect_readonly,
     create_tables,
 )
+from events.stores.sqlite_session import SqliteSession
 
 __all__ = [
     "CHUNK",
@@ -41,6 +50,15 @@ __all__ = [
 BUSY_WAIT = 5.0
 """Seconds a writer tries again to begin while SQLite answers busy without waiting."""
 _SQLITE_BUSY = 5  # its primary result code (the extended ones share the low byte)
+
+_META = sql(sqlite="SELECT key, value FROM meta")
+_SET_META = sql(
+    sqlite="INSERT INTO meta (key, value) VALUES (?, ?)"
+    " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+)
+_ORIGIN = sql("SELECT value FROM meta WHERE key = 'origin'")
+_HAS = sql(sqlite="SELECT 1 FROM sqlite_master WHERE name = ?")
+_BEGIN_IMMEDIATE = sql(sqlite="BEGIN IMMEDIATE")
 
 COMMITTED_SUFFIX = "-committed"
 """Beside the database, ``<db>-committed`` holds the log size the last commit reached (written
@@ -72,11 +90,11 @@ def read_committed(db: Path) -> int | None:
 
 
 class SqliteLog(SqlLog):
-    """The append-only log in one SQLite file (``events.port.LogStore[sqlite3.Connection]``).
+    """The append-only log in one SQLite file (``events.port.LogStore[SqliteSession]``).
     Writes serialise on a lock; open another handle (``open_readonly``) for concurrent reads."""
 
     def __init__(
-        self, path: Path, conn: sqlite3.Connection, origin: str, *, readonly: bool = False
+        self, path: Path, conn: SqliteSession, origin: str, *, readonly: bool = False
     ) -> None:
         super().__init__(conn, origin, readonly=readonly)
         self.path = path
@@ -111,27 +129,16 @@ class SqliteLog(SqlLog):
         return log
 
     @classmethod
-    def _opened(cls, path: Path, conn: sqlite3.Connection, origin: str | None) -> SqliteLog:
+    def _opened(cls, path: Path, conn: SqliteSession, origin: str | None) -> SqliteLog:
         create_tables(conn)
-        # Imported here: a read-only handle (a rebuild worker's) does not pay for its import.
-        import sqlite_utils
-
-        db = sqlite_utils.Database(conn)
-        meta = {row[0]: row[1] for row in db.execute("SELECT key, value FROM meta")}
+        meta = {row[0]: row[1] for row in conn.execute(_META)}
         if "schema" in meta and int(meta["schema"]) > SCHEMA_VERSION:
             raise LogError(f"{path}: schema {meta['schema']} is newer than this code understands")
         stored = meta.get("origin")
         if stored is None:
             if origin is None:
                 raise LogError(f"{path}: the log has no origin yet")
-            with conn:
-                db.table("meta").insert_all(
-                    [
-                        {"key": "origin", "value": origin},
-                        {"key": "schema", "value": str(SCHEMA_VERSION)},
-                    ],
-                    replace=True,
-                )
+            conn.executemany(_SET_META, [("origin", origin), ("schema", str(SCHEMA_VERSION))])
             stored = origin
         elif origin is not None and origin != stored:
             raise LogError(f"{path}: the log's origin is {stored!r}, not {origin!r}")
@@ -147,17 +154,20 @@ class SqliteLog(SqlLog):
         """
         if not path.exists():
             raise LogError(f"no log at {path}")
-        conn: sqlite3.Connection | None = None
+        conn: SqliteSession | None = None
         try:
             conn = connect_readonly(path)
-            row = conn.execute("SELECT value FROM meta WHERE key = 'origin'").fetchone()
-        except sqlite3.DatabaseError as exc:
+            row = conn.execute(_ORIGIN).fetchone()
+        except (StorageFault, StatementFailed) as exc:
             if conn is not None:
                 conn.close()
-            fault = storage_fault(exc, path)
+            cause = exc.__cause__
+            if not isinstance(cause, sqlite3.DatabaseError):
+                raise
+            fault = storage_fault(cause, path)
             if isinstance(fault, StorageDamaged) or fault is None:
-                detail = f"{path}: the database cannot be read: {exc}"
-                raise StorageDamaged(detail, path=str(path), reason=str(exc)) from None
+                detail = f"{path}: the database cannot be read: {cause}"
+                raise StorageDamaged(detail, path=str(path), reason=str(cause)) from None
             raise fault from None
         return cls(path, conn, "" if row is None else str(row[0]), readonly=True)
 
@@ -210,13 +220,14 @@ class SqliteLog(SqlLog):
         self._conn.close()
 
     @property
-    def session(self) -> sqlite3.Connection:
+    def session(self) -> SqliteSession:
         """The writer's connection: the projections read and write through it (in a batch, in
         the log's own transaction)."""
-        return self._conn
+        session: SqliteSession = self._conn
+        return session
 
     def has(self, name: str) -> bool:
-        row = self._conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone()
+        row = self._conn.execute(_HAS, (name,)).fetchone()
         return row is not None
 
     def _faults(self) -> AbstractContextManager[None]:
@@ -233,7 +244,7 @@ class SqliteLog(SqlLog):
             raise
 
     def _commit(self) -> None:
-        self._conn.execute("COMMIT")
+        self._conn.execute(COMMIT)
         self._mark_committed()
 
     def _release(self) -> None:
@@ -250,10 +261,10 @@ class SqliteLog(SqlLog):
         pause = 0.001
         while True:
             try:
-                self._conn.execute("BEGIN IMMEDIATE")
+                self._conn.execute(_BEGIN_IMMEDIATE)
                 return
-            except sqlite3.OperationalError as exc:
-                code = getattr(exc, "sqlite_errorcode", 0)
+            except StorageBusy as exc:
+                code = getattr(exc.__cause__, "sqlite_errorcode", 0)
                 if code & 0xFF != _SQLITE_BUSY or time.monotonic() + pause > deadline:
                     raise
             time.sleep(pause)
@@ -261,4 +272,4 @@ class SqliteLog(SqlLog):
 
 
 if TYPE_CHECKING:  # mypy proves that the adapter fulfils the port
-    _PORT: type[LogStore[sqlite3.Connection]] = SqliteLog
+    _PORT: type[LogStore[SqliteSession]] = SqliteLog

@@ -1,5 +1,6 @@
-"""Reads of the log in one SQLite database: the tree, the entries and the checkpoints
-(``events.port.LogReader``). ``events.stores.sqlite.SqliteLog`` adds the writes."""
+"""Reads of the log on one session: the tree, the entries and the checkpoints
+(``events.port.LogReader``), in the SQL both stores speak. ``events.stores.sqlbase.SqlLog``
+adds the writes; each adapter says how a read's errors are told (``_reading``)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ import contextlib
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 from events.errors import LogCorrupted, LogError
 from events.merkle import EMPTY_ROOT, CompactRange, consistency_proof, inclusion_proof, subtree_hash
 from events.port import EntryHeader, EntryRow, SignedCheckpoint
-from events.stores.faults import StorageBusy, storage_fault
+from events.statements import sql
+from events.stores.faults import StatementFailed, StorageBusy, StorageFault, storage_fault
 from events.stores.sqlite_schema import node_id
 
 __all__ = ["SqliteReads"]
@@ -21,6 +24,37 @@ _HEADER = "SELECT seq, type, subject, recorded_at FROM entries"
 _MEMO_FROM = 4  # a node of level 4 covers 16 leaves
 _MEMO_NODES = 1 << 14  # at most about 3 MiB per read-only handle (a million-entry log has 62,500)
 
+_SIZE = sql("SELECT max(seq) FROM entries")
+_LEAF_HASH = sql("SELECT leaf_hash FROM entries WHERE seq = ?")
+_NODE = sql("SELECT hash FROM tree_nodes WHERE id = ?")
+_LEAF_HASHES = sql("SELECT leaf_hash FROM entries WHERE seq >= ? AND seq < ? ORDER BY seq")
+_NODES_IN = sql("SELECT hash FROM tree_nodes WHERE id >= ? AND id < ? ORDER BY id")
+_NODES = sql("SELECT id, hash FROM tree_nodes")
+LEAVES = sql("SELECT seq, leaf FROM entries WHERE seq >= ? AND seq < ? ORDER BY seq")
+_LEAF = sql("SELECT leaf FROM entries WHERE seq = ?")
+ROWS = sql(
+    "SELECT seq, recorded_at, type, subject, payload_digest, leaf_hash, leaf"
+    " FROM entries WHERE seq >= ? AND seq < ? ORDER BY seq"
+)
+HEADERS = sql(f"{_HEADER} WHERE seq >= ? AND seq < ? ORDER BY seq")
+_HEADERS_AT = sql(f"{_HEADER} WHERE seq IN ({{marks}})")
+# The leaf of a run's entry (run.*, rerun.*) only for the shard of its run.
+_SHARD_ROWS = sql(
+    sqlite="""SELECT seq, type, subject,
+    CASE WHEN (substr(type, 1, 4) = 'run.' OR substr(type, 1, 6) = 'rerun.')
+        AND coalesce(unicode(substr(subject, -1)), 0) % ? != ?
+    THEN NULL ELSE leaf END
+    FROM entries WHERE seq < ? ORDER BY seq"""
+)
+_LATEST = sql(f"{_CHECKPOINT} ORDER BY size DESC LIMIT 1")
+_CHECKPOINT_OF = sql(f"{_CHECKPOINT} WHERE size = ?")
+_AT_OR_BELOW = sql(f"{_CHECKPOINT} WHERE size <= ? ORDER BY size DESC LIMIT 1")
+_AT_INSTANT = sql(f"{_CHECKPOINT} WHERE signed_at <= ? ORDER BY size DESC LIMIT 1")
+_CHECKPOINTS = sql(f"{_CHECKPOINT} ORDER BY size")
+_RECORDED_AT = sql("SELECT recorded_at FROM entries WHERE seq = ?")
+_FIND = sql("SELECT payload_digest, seq FROM entries WHERE payload_digest IN ({marks})")
+_LAST_RECORDED = sql("SELECT recorded_at FROM entries ORDER BY seq DESC LIMIT 1")
+
 
 @contextlib.contextmanager
 def _reading() -> Iterator[None]:
@@ -28,11 +62,14 @@ def _reading() -> Iterator[None]:
     database locked too long is not (``StorageBusy``: try again)."""
     try:
         yield
-    except sqlite3.DatabaseError as exc:
-        fault = storage_fault(exc, None)
+    except (StorageFault, StatementFailed) as exc:
+        cause = exc.__cause__
+        if not isinstance(cause, sqlite3.DatabaseError):
+            raise
+        fault = storage_fault(cause, None)
         if isinstance(fault, StorageBusy):
             raise fault from None
-        raise LogCorrupted(f"the database cannot be read: {exc}") from None
+        raise LogCorrupted(f"the database cannot be read: {cause}") from None
 
 
 def _checkpoint(row: tuple[int, bytes, bytes, str] | None) -> SignedCheckpoint | None:
@@ -42,11 +79,11 @@ def _checkpoint(row: tuple[int, bytes, bytes, str] | None) -> SignedCheckpoint |
 
 
 class SqliteReads:
-    """Every read of the log port on one connection. Not safe to share across threads for
+    """Every read of the log port on one session. Not safe to share across threads for
     writes; the tree's right edge is loaded on first use (a verifier that reads a damaged log
     row by row never needs it), cached, and reloaded when the log grew elsewhere."""
 
-    def __init__(self, conn: sqlite3.Connection, origin: str, *, memo: bool = False) -> None:
+    def __init__(self, conn: Any, origin: str, *, memo: bool = False) -> None:
         self._conn = conn
         self._origin = origin
         self._lock = threading.RLock()
@@ -79,7 +116,7 @@ class SqliteReads:
     # --- the tree ----------------------------------------------------------------------------
 
     def _stored_size(self) -> int:
-        row = self._conn.execute("SELECT max(seq) FROM entries").fetchone()
+        row = self._conn.execute(_SIZE).fetchone()
         return 0 if row[0] is None else int(row[0]) + 1
 
     def _load_edge(self) -> CompactRange:
@@ -98,13 +135,9 @@ class SqliteReads:
 
     def _read_node(self, level: int, index: int) -> bytes:
         if level == 0:
-            row = self._conn.execute(
-                "SELECT leaf_hash FROM entries WHERE seq = ?", (index,)
-            ).fetchone()
+            row = self._conn.execute(_LEAF_HASH, (index,)).fetchone()
         else:
-            row = self._conn.execute(
-                "SELECT hash FROM tree_nodes WHERE id = ?", (node_id(level, index),)
-            ).fetchone()
+            row = self._conn.execute(_NODE, (node_id(level, index),)).fetchone()
         if row is None:
             raise LogError(f"tree node ({level}, {index}) is not stored")
         return bytes(row[0])
@@ -112,14 +145,10 @@ class SqliteReads:
     def node_range(self, level: int, start: int, end: int) -> list[bytes]:
         with self._reading():
             if level == 0:
-                rows = self._conn.execute(
-                    "SELECT leaf_hash FROM entries WHERE seq >= ? AND seq < ? ORDER BY seq",
-                    (start, end),
-                ).fetchall()
+                rows = self._conn.execute(_LEAF_HASHES, (start, end)).fetchall()
             else:
                 rows = self._conn.execute(
-                    "SELECT hash FROM tree_nodes WHERE id >= ? AND id < ? ORDER BY id",
-                    (node_id(level, start), node_id(level, end)),
+                    _NODES_IN, (node_id(level, start), node_id(level, end))
                 ).fetchall()
         if len(rows) != end - start:
             raise LogError(f"tree nodes ({level}, {start}..{end}) are not all stored")
@@ -127,7 +156,7 @@ class SqliteReads:
 
     def nodes(self) -> Iterator[tuple[int, int, bytes]]:
         with self._reading():
-            for key, h in self._conn.execute("SELECT id, hash FROM tree_nodes"):
+            for key, h in self._conn.execute(_NODES):
                 yield int(key) >> 40, int(key) & ((1 << 40) - 1), bytes(h)
 
     @property
@@ -164,42 +193,31 @@ class SqliteReads:
     def leaves(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, bytes]]:
         with self._reading():
             stop = self._stored_size() if end is None else end
-            cursor = self._conn.execute(
-                "SELECT seq, leaf FROM entries WHERE seq >= ? AND seq < ? ORDER BY seq",
-                (start, stop),
-            )
+            cursor = self._conn.execute(LEAVES, (start, stop))
             for seq, leaf in cursor:
                 yield seq, bytes(leaf)
 
     def leaf(self, seq: int) -> bytes | None:
-        row = self._conn.execute("SELECT leaf FROM entries WHERE seq = ?", (seq,)).fetchone()
+        row = self._conn.execute(_LEAF, (seq,)).fetchone()
         return None if row is None else bytes(row[0])
 
     def rows(self, start: int = 0, end: int | None = None) -> Iterator[EntryRow]:
         stop = 2**62 if end is None else end
         with self._reading():
-            for row in self._conn.execute(
-                "SELECT seq, recorded_at, type, subject, payload_digest, leaf_hash, leaf"
-                " FROM entries WHERE seq >= ? AND seq < ? ORDER BY seq",
-                (start, stop),
-            ):
+            for row in self._conn.execute(ROWS, (start, stop)):
                 seq, at, type_, subject, digest, lh, leaf = row
                 yield EntryRow(int(seq), at, type_, subject, digest, bytes(lh), bytes(leaf))
 
     def headers(self, start: int = 0, end: int | None = None) -> Iterator[EntryHeader]:
         stop = 2**62 if end is None else end
-        for row in self._conn.execute(
-            f"{_HEADER} WHERE seq >= ? AND seq < ? ORDER BY seq",
-            (start, stop),
-        ):
+        for row in self._conn.execute(HEADERS, (start, stop)):
             yield EntryHeader(*row)
 
     def headers_at(self, positions: Sequence[int]) -> dict[int, EntryHeader]:
         out: dict[int, EntryHeader] = {}
         for i in range(0, len(positions), 500):
             chunk = list(positions[i : i + 500])
-            marks = ",".join("?" * len(chunk))
-            for row in self._conn.execute(f"{_HEADER} WHERE seq IN ({marks})", chunk):
+            for row in self._conn.execute(_HEADERS_AT.marks(len(chunk)), chunk):
                 out[int(row[0])] = EntryHeader(*row)
         return out
 
@@ -210,42 +228,23 @@ class SqliteReads:
         parallel rebuild (``projections.shards``): the leaf of an entry whose subject is a run
         (``run.*``, ``rerun.*``) is read only by the shard of that run (the last character's code
         point modulo ``workers``), and is None for the others. SQLite skips those blobs."""
-        yield from self._conn.execute(
-            """SELECT seq, type, subject,
-            CASE WHEN (substr(type, 1, 4) = 'run.' OR substr(type, 1, 6) = 'rerun.')
-                AND coalesce(unicode(substr(subject, -1)), 0) % :workers != :shard
-            THEN NULL ELSE leaf END
-            FROM entries WHERE seq < :size ORDER BY seq""",
-            {"workers": workers, "shard": shard, "size": size},
-        )
+        yield from self._conn.execute(_SHARD_ROWS, (workers, shard, size))
 
     def latest_checkpoint(self) -> SignedCheckpoint | None:
-        return _checkpoint(
-            self._conn.execute(f"{_CHECKPOINT} ORDER BY size DESC LIMIT 1").fetchone()
-        )
+        return _checkpoint(self._conn.execute(_LATEST).fetchone())
 
     def checkpoint(self, size: int) -> SignedCheckpoint | None:
-        return _checkpoint(self._conn.execute(f"{_CHECKPOINT} WHERE size = ?", (size,)).fetchone())
+        return _checkpoint(self._conn.execute(_CHECKPOINT_OF, (size,)).fetchone())
 
     def checkpoint_at_or_below(self, size: int) -> SignedCheckpoint | None:
-        return _checkpoint(
-            self._conn.execute(
-                f"{_CHECKPOINT} WHERE size <= ? ORDER BY size DESC LIMIT 1",
-                (size,),
-            ).fetchone()
-        )
+        return _checkpoint(self._conn.execute(_AT_OR_BELOW, (size,)).fetchone())
 
     def checkpoint_at_instant(self, instant: str) -> SignedCheckpoint | None:
-        return _checkpoint(
-            self._conn.execute(
-                f"{_CHECKPOINT} WHERE signed_at <= ? ORDER BY size DESC LIMIT 1",
-                (instant,),
-            ).fetchone()
-        )
+        return _checkpoint(self._conn.execute(_AT_INSTANT, (instant,)).fetchone())
 
     def checkpoints(self) -> Iterator[SignedCheckpoint]:
         with self._reading():
-            rows = self._conn.execute(f"{_CHECKPOINT} ORDER BY size").fetchall()
+            rows = self._conn.execute(_CHECKPOINTS).fetchall()
         for row in rows:
             checkpoint = _checkpoint(row)
             assert checkpoint is not None  # noqa: S101 - a row was read
@@ -253,11 +252,11 @@ class SqliteReads:
 
     def size_at_instant(self, instant: str) -> int:
         conn = self._conn
-        row = conn.execute("SELECT max(seq) FROM entries").fetchone()
+        row = conn.execute(_SIZE).fetchone()
         lo, hi = 0, 0 if row[0] is None else int(row[0]) + 1
         while lo < hi:
             mid = (lo + hi) // 2
-            (at,) = conn.execute("SELECT recorded_at FROM entries WHERE seq = ?", (mid,)).fetchone()
+            (at,) = conn.execute(_RECORDED_AT, (mid,)).fetchone()
             if at <= instant:
                 lo = mid + 1
             else:
@@ -268,16 +267,10 @@ class SqliteReads:
         found: dict[str, int] = {}
         for i in range(0, len(digests), 500):
             chunk = list(digests[i : i + 500])
-            marks = ",".join("?" * len(chunk))
-            for digest, seq in self._conn.execute(
-                f"SELECT payload_digest, seq FROM entries WHERE payload_digest IN ({marks})",  # noqa: S608
-                chunk,
-            ):
+            for digest, seq in self._conn.execute(_FIND.marks(len(chunk)), chunk):
                 found[digest] = int(seq)
         return found
 
     def _last_recorded(self) -> str:
-        last = self._conn.execute(
-            "SELECT recorded_at FROM entries ORDER BY seq DESC LIMIT 1"
-        ).fetchone()
+        last = self._conn.execute(_LAST_RECORDED).fetchone()
         return str(last[0]) if last else ""

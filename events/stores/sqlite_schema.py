@@ -20,7 +20,9 @@ import time
 from pathlib import Path
 
 from events.errors import LogError
-from events.stores.faults import storage_fault
+from events.statements import sql
+from events.stores.faults import StatementFailed, StorageFault, storage_fault
+from events.stores.sqlite_session import SqliteSession, failure
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -41,8 +43,13 @@ BEGIN SELECT RAISE(ABORT, '{table} is append-only'); END;
 CREATE TRIGGER IF NOT EXISTS {table}_no_delete BEFORE DELETE ON {table}
 BEGIN SELECT RAISE(ABORT, '{table} is append-only'); END;
 """
+_TRIGGERS = [
+    sql(sqlite=_APPEND_ONLY.format(table=table))
+    for table in ("entries", "tree_nodes", "checkpoints")
+]
 
-_SCHEMA = """
+_SCHEMA = sql(
+    sqlite="""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS entries (
     seq INTEGER PRIMARY KEY,
@@ -64,14 +71,27 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     note BLOB NOT NULL
 );
 """
+)
+_PRAGMAS = [
+    sql(sqlite="PRAGMA cache_size=-65536"),  # 64 MiB: a batch's pages stay in memory
+    sql(sqlite="PRAGMA wal_autocheckpoint=0"),  # the store's checkpointer thread does it
+    sql(sqlite="PRAGMA journal_mode=WAL"),
+    sql(sqlite="PRAGMA synchronous=FULL"),
+    sql(sqlite="PRAGMA foreign_keys=ON"),
+    sql(sqlite="PRAGMA busy_timeout=60000"),
+]
+_QUERY_ONLY = sql(sqlite="PRAGMA query_only = ON")
+_CHECKPOINT = {
+    mode: sql(sqlite=f"PRAGMA wal_checkpoint({mode})") for mode in ("PASSIVE", "TRUNCATE")
+}
 
 
-def create_tables(conn: sqlite3.Connection) -> None:
+def create_tables(session: SqliteSession) -> None:
     """The log tables and their append-only triggers (idempotent)."""
-    with conn:
-        conn.executescript(_SCHEMA)
-        for table in ("entries", "tree_nodes", "checkpoints"):
-            conn.executescript(_APPEND_ONLY.format(table=table))
+    with session.raw:
+        session.script(_SCHEMA)
+        for trigger in _TRIGGERS:
+            session.script(trigger)
 
 
 def node_id(level: int, index: int) -> int:
@@ -79,24 +99,46 @@ def node_id(level: int, index: int) -> int:
     return level << 40 | index
 
 
-def connect(path: Path) -> sqlite3.Connection:
-    """A connection in WAL mode with durable commits (``synchronous=FULL``) and autocommit off
-    (transactions are explicit)."""
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=60)
-    conn.execute("PRAGMA cache_size=-65536")  # 64 MiB: a batch's pages stay in memory
-    conn.execute("PRAGMA wal_autocheckpoint=0")  # the store's checkpointer thread does it
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=FULL")
-    conn.execute("PRAGMA foreign_keys=ON")
-    conn.execute("PRAGMA busy_timeout=60000")
-    return conn
+def connect(path: Path) -> SqliteSession:
+    """A session in WAL mode with durable commits (``synchronous=FULL``) and autocommit off
+    (transactions are explicit).
+
+    Raises:
+        StorageFault: the file cannot be opened or set up.
+    """
+    session = SqliteSession(_connect(path, path), path)
+    try:
+        for pragma in _PRAGMAS:
+            session.execute(pragma)
+    except BaseException:
+        session.close()
+        raise
+    return session
 
 
-def connect_readonly(path: Path) -> sqlite3.Connection:
-    """A read-only connection (``mode=ro``): for readers that must change nothing."""
-    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
-    conn.execute("PRAGMA query_only = ON")
-    return conn
+def connect_readonly(path: Path) -> SqliteSession:
+    """A read-only session (``mode=ro``): for readers that must change nothing.
+
+    Raises:
+        StorageFault: the file cannot be opened.
+    """
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    session = SqliteSession(_connect(uri, path, uri=True), path)
+    try:
+        session.execute(_QUERY_ONLY)
+    except BaseException:
+        session.close()
+        raise
+    return session
+
+
+def _connect(target: Path | str, path: Path, *, uri: bool = False) -> sqlite3.Connection:
+    try:
+        return sqlite3.connect(
+            target, isolation_level=None, check_same_thread=False, timeout=60, uri=uri
+        )
+    except sqlite3.Error as exc:
+        raise failure(exc, path) from exc
 
 
 class Checkpointer:
@@ -114,24 +156,24 @@ class Checkpointer:
         self._thread.start()
 
     def _checkpoint(self, mode: str) -> None:
-        conn = sqlite3.connect(self._path, timeout=60)
+        session = SqliteSession(sqlite3.connect(self._path, timeout=60), self._path)
         try:
-            conn.execute(f"PRAGMA wal_checkpoint({mode})")
+            session.execute(_CHECKPOINT[mode])
         finally:
-            conn.close()
+            session.close()
 
     def _run(self) -> None:
         while not self._stop.wait(self.INTERVAL):
             try:
                 self._checkpoint("PASSIVE")
-            except sqlite3.Error:
+            except (sqlite3.Error, StorageFault, StatementFailed):
                 continue  # busy or closing: the next round will do it
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
         # Another process may hold the database; its own close will checkpoint then.
-        with contextlib.suppress(sqlite3.Error):
+        with contextlib.suppress(sqlite3.Error, StorageFault, StatementFailed):
             self._checkpoint("TRUNCATE")
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 
 from events.port import Session
+from events.statements import sql
 from projections.errors import UnknownGroup
 from projections.queries._asof import LIVE, RUN, at
 from projections.queries.state import current_size
@@ -26,6 +27,32 @@ __all__ = [
     "rank_of",
     "ranked_members",
 ]
+
+
+_VALUES = sql(f"SELECT primary_value FROM p_runs WHERE group_key = ? AND eligible = 1 AND {LIVE}")
+_LEADER = sql(f"SELECT leader FROM p_groups WHERE group_key = ? AND {LIVE}")
+_GROUP = sql(
+    "SELECT kind, metric_key, direction, leader, best, policy_version FROM p_groups"
+    f" WHERE group_key = ? AND {LIVE}"
+)
+_MEMBERS = sql(f"SELECT count(*) FROM p_runs WHERE group_key = ? AND eligible = 1 AND {LIVE}")
+_RANKED = sql(f"SELECT view, direction FROM p_runs WHERE group_key = ? AND eligible = 1 AND {LIVE}")
+_ALL_RANKS = sql(
+    "SELECT group_key, primary_value, run_digest, direction FROM p_runs"
+    f" WHERE eligible = 1 AND {LIVE}"
+)
+_EXACT = sql(f"SELECT 1 FROM p_groups WHERE group_key = ? AND {LIVE} LIMIT 1")
+_PREFIXED = sql(
+    "SELECT DISTINCT group_key FROM p_groups"
+    f" WHERE group_key >= ? AND group_key < ? AND {LIVE} ORDER BY group_key LIMIT ?"
+)
+_LEADERS = (
+    "SELECT group_key, run_digest, at, cause, policy_version, previous_run_digest FROM p_leaders"
+)
+_LEADERS_OF = sql(f"{_LEADERS} WHERE {LIVE} AND group_key = ? ORDER BY group_key, at, run_digest")
+_LEADERS_ALL = sql(
+    f"{_LEADERS} WHERE {LIVE} AND kind = 'BenchmarkRun' ORDER BY group_key, at, run_digest"
+)
 
 
 class Ranked(msgspec.Struct, frozen=True):
@@ -57,13 +84,8 @@ def _standings(
         found = cache.get((key, p))
         if found is not None:
             return found
-    rows = conn.execute(
-        f"SELECT primary_value FROM p_runs WHERE group_key = ? AND eligible = 1 AND {LIVE}",
-        (key, p, p),
-    ).fetchall()
-    leader = conn.execute(
-        f"SELECT leader FROM p_groups WHERE group_key = ? AND {LIVE}", (key, p, p)
-    ).fetchone()
+    rows = conn.execute(_VALUES, (key, p, p)).fetchall()
+    leader = conn.execute(_LEADER, (key, p, p)).fetchone()
     found = _Standings(
         sorted({sign * r[0] for r in rows}), len(rows), leader[0] if leader else None
     )
@@ -112,18 +134,11 @@ def group(conn: Session, key: str, as_of: int | None = None) -> GroupSummary:
         UnknownGroup: no group has that key then.
     """
     p = at(as_of)
-    row = conn.execute(
-        "SELECT kind, metric_key, direction, leader, best, policy_version FROM p_groups"
-        f" WHERE group_key = ? AND {LIVE}",
-        (key, p, p),
-    ).fetchone()
+    row = conn.execute(_GROUP, (key, p, p)).fetchone()
     if row is None:
         raise UnknownGroup(f"no comparison group {key!r}", key=key)
     # The group's version changes with its leader; its members are its eligible run versions.
-    (members,) = conn.execute(
-        f"SELECT count(*) FROM p_runs WHERE group_key = ? AND eligible = 1 AND {LIVE}",
-        (key, p, p),
-    ).fetchone()
+    (members,) = conn.execute(_MEMBERS, (key, p, p)).fetchone()
     kind, metric, direction, leader, best, policy = row
     return GroupSummary(key, kind, metric, direction, members, leader, best, policy)
 
@@ -131,10 +146,7 @@ def group(conn: Session, key: str, as_of: int | None = None) -> GroupSummary:
 def ranked_members(conn: Session, key: str, as_of: int | None = None) -> list[tuple[int, RunView]]:
     """The eligible runs of a group, best first, with their dense ranks."""
     p = at(as_of)
-    rows = conn.execute(
-        f"SELECT view, direction FROM p_runs WHERE group_key = ? AND eligible = 1 AND {LIVE}",
-        (key, p, p),
-    ).fetchall()
+    rows = conn.execute(_RANKED, (key, p, p)).fetchall()
     views = [RUN.decode(r[0]) for r in rows]
     if not views:
         return []
@@ -153,10 +165,7 @@ def all_ranks(conn: Session, as_of: int | None = None) -> dict[str, tuple[int, i
     """Dense rank and distinct-value count of every eligible run, in one scan."""
     p = at(as_of)
     groups: dict[str, list[tuple[float, str, str]]] = {}
-    for key, value, digest, direction in conn.execute(
-        f"SELECT group_key, primary_value, run_digest, direction FROM p_runs WHERE eligible = 1 AND {LIVE}",
-        (p, p),
-    ):
+    for key, value, digest, direction in conn.execute(_ALL_RANKS, (p, p)):
         groups.setdefault(key, []).append((value, digest, direction))
     out: dict[str, tuple[int, int]] = {}
     for members in groups.values():
@@ -176,20 +185,14 @@ def matching_groups(
     its ``sha256:``), in key order, at most ``limit``. None for a ``ref`` that is no hex key."""
     p = at(as_of)
     ref = ref.strip().lower()
-    exact = conn.execute(
-        f"SELECT 1 FROM p_groups WHERE group_key = ? AND {LIVE} LIMIT 1", (ref, p, p)
-    ).fetchone()
+    exact = conn.execute(_EXACT, (ref, p, p)).fetchone()
     if exact is not None:
         return [ref]
     low = ref if ref.startswith("sha256:") else "sha256:" + ref
     digits = low[len("sha256:") :]
     if not digits or not all(c in "0123456789abcdef" for c in digits):
         return []
-    rows = conn.execute(
-        "SELECT DISTINCT group_key FROM p_groups"
-        f" WHERE group_key >= ? AND group_key < ? AND {LIVE} ORDER BY group_key LIMIT ?",
-        (low, low + "g", p, p, limit),
-    ).fetchall()
+    rows = conn.execute(_PREFIXED, (low, low + "g", p, p, limit)).fetchall()
     return [r[0] for r in rows]
 
 
@@ -200,12 +203,6 @@ def leader_history(
     kernel comparison group (KernelIndex keeps leader history for those only), ordered by group
     and ``at``."""
     p = at(as_of)
-    where = f"{LIVE}" + (" AND group_key = ?" if key else " AND kind = 'BenchmarkRun'")
-
     params: tuple[Any, ...] = (p, p, key) if key else (p, p)
-    for row in conn.execute(
-        "SELECT group_key, run_digest, at, cause, policy_version, previous_run_digest FROM p_leaders"
-        f" WHERE {where} ORDER BY group_key, at, run_digest",
-        params,
-    ):
+    for row in conn.execute(_LEADERS_OF if key else _LEADERS_ALL, params):
         yield LeaderChange(row[0], row[1], row[2], row[3], row[4], row[5])

@@ -16,9 +16,45 @@ from collections import Counter
 import msgspec
 
 from events.port import Session
+from events.statements import sql
 from projections.queries._asof import JSON, RUN, at
 
 __all__ = ["Touch", "run_touches", "standing_changes", "successor_touches"]
+
+_ATTESTATION_TOUCHES = sql(
+    "SELECT id, attester, predicate, valid_from, withdrawn_at, withdrawn_reason, hidden_at,"
+    " hidden_reason FROM p_attestations WHERE run_digest = ? AND valid_from <= ?"
+)
+_REPORT_TOUCHES = sql(
+    "SELECT id, category, valid_from, resolved_at, resolution, note FROM p_reports"
+    " WHERE run_digest = ? AND valid_from <= ?"
+)
+_RERUN_TOUCHES = sql(
+    "SELECT id, kind, actor, valid_from, request_id, body FROM p_reruns"
+    " WHERE run_digest = ? AND valid_from <= ?"
+)
+_RANK_CHANGES = sql(
+    "SELECT run_digest, valid_from, valid_to, primary_value FROM p_runs"
+    " WHERE group_key = ? AND eligible = 1 AND valid_from <= ?"
+)
+_LEADER_CHANGES = sql(
+    "SELECT valid_from, leader FROM p_groups WHERE group_key = ? AND valid_from <= ?"
+    " ORDER BY valid_from"
+)
+_SUCCESSOR_TOUCHES = sql(
+    "SELECT valid_from, view FROM p_runs WHERE run_digest = ? AND valid_from <= ?"
+    " ORDER BY valid_from"
+)
+_CITATION_TOUCHES = sql(
+    "SELECT id, accessed_at, valid_from FROM p_citations WHERE run_digest = ? AND valid_from <= ?"
+)
+_SUCCESSOR_TOUCHES_2 = sql(
+    "SELECT run_digest FROM p_rowkeys WHERE row_key = ? AND valid_from <= ? AND run_digest != ?"
+)
+_STANDING_CHANGES = sql(
+    "SELECT valid_from, valid_to, group_key, direction FROM p_runs"
+    " WHERE run_digest = ? AND eligible = 1 AND valid_from <= ? ORDER BY valid_from"
+)
 
 
 class Touch(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -49,8 +85,7 @@ class Touch(msgspec.Struct, frozen=True, omit_defaults=True):
 def _attestation_touches(conn: Session, digest: str, p: int) -> list[Touch]:
     out: list[Touch] = []
     for row in conn.execute(
-        "SELECT id, attester, predicate, valid_from, withdrawn_at, withdrawn_reason, hidden_at,"
-        " hidden_reason FROM p_attestations WHERE run_digest = ? AND valid_from <= ?",
+        _ATTESTATION_TOUCHES,
         (digest, p),
     ):
         ident, attester, predicate, since, withdrawn, why_withdrawn, hidden, why_hidden = row
@@ -67,8 +102,7 @@ def _attestation_touches(conn: Session, digest: str, p: int) -> list[Touch]:
 def _report_touches(conn: Session, digest: str, p: int) -> list[Touch]:
     out: list[Touch] = []
     for ident, category, since, resolved, resolution, note in conn.execute(
-        "SELECT id, category, valid_from, resolved_at, resolution, note FROM p_reports"
-        " WHERE run_digest = ? AND valid_from <= ?",
+        _REPORT_TOUCHES,
         (digest, p),
     ):
         out.append(Touch(since - 1, "report", ref=ident, detail=category))
@@ -87,8 +121,7 @@ _RERUN_KINDS = {
 def _rerun_touches(conn: Session, digest: str, p: int) -> list[Touch]:
     out: list[Touch] = []
     for ident, kind, actor, since, request, body in conn.execute(
-        "SELECT id, kind, actor, valid_from, request_id, body FROM p_reruns"
-        " WHERE run_digest = ? AND valid_from <= ?",
+        _RERUN_TOUCHES,
         (digest, p),
     ):
         if kind == "requested":
@@ -104,8 +137,7 @@ def _citation_touches(conn: Session, digest: str, p: int) -> list[Touch]:
     return [
         Touch(since - 1, "citation", ref=ident, detail=accessed)
         for ident, accessed, since in conn.execute(
-            "SELECT id, accessed_at, valid_from FROM p_citations"
-            " WHERE run_digest = ? AND valid_from <= ?",
+            _CITATION_TOUCHES,
             (digest, p),
         )
     ]
@@ -135,14 +167,13 @@ def successor_touches(
         return []
     p = at(as_of)
     rows = conn.execute(
-        "SELECT run_digest FROM p_rowkeys WHERE row_key = ? AND valid_from <= ? AND run_digest != ?",
+        _SUCCESSOR_TOUCHES_2,
         (row_key, p, digest),
     ).fetchall()
     out: list[Touch] = []
     for (earlier,) in rows:
         for since, body in conn.execute(
-            "SELECT valid_from, view FROM p_runs WHERE run_digest = ? AND valid_from <= ?"
-            " ORDER BY valid_from",
+            _SUCCESSOR_TOUCHES,
             (earlier, p),
         ):
             view = RUN.decode(body)
@@ -163,8 +194,7 @@ def _rank_changes(conn: Session, digest: str, key: str, sign: float, p: int) -> 
     """The run's dense rank in group ``key`` after each entry that changed it, up to ``p``."""
     changes: dict[int, list[tuple[int, float, bool]]] = {}
     for run, since, until, value in conn.execute(
-        "SELECT run_digest, valid_from, valid_to, primary_value FROM p_runs"
-        " WHERE group_key = ? AND eligible = 1 AND valid_from <= ?",
+        _RANK_CHANGES,
         (key, p),
     ):
         mine = run == digest
@@ -207,8 +237,7 @@ def _leader_changes(
     out: list[Touch] = []
     previous: str | None = None
     for since, leader in conn.execute(
-        "SELECT valid_from, leader FROM p_groups WHERE group_key = ? AND valid_from <= ?"
-        " ORDER BY valid_from",
+        _LEADER_CHANGES,
         (key, p),
     ):
         if leader == previous:
@@ -227,8 +256,7 @@ def standing_changes(conn: Session, digest: str, as_of: int | None = None) -> li
     to or from it; by position."""
     p = at(as_of)
     own = conn.execute(
-        "SELECT valid_from, valid_to, group_key, direction FROM p_runs"
-        " WHERE run_digest = ? AND eligible = 1 AND valid_from <= ? ORDER BY valid_from",
+        _STANDING_CHANGES,
         (digest, p),
     ).fetchall()
     out: list[Touch] = []

@@ -8,17 +8,27 @@ from collections.abc import Mapping, Sequence
 
 from events.keyring import KeyView
 from events.port import Session
+from events.statements import sql
 from projections.queries.state import keys_version
 
 __all__ = ["KeyringCache", "attestation_counts", "keyring", "signed_by", "signed_counts"]
+
+_KEYS = sql(
+    "SELECT key_id, role, name, public_key, valid_from, revoked_at, revoked_reason, rotated_to"
+    " FROM p_keys"
+)
+_ATTESTATIONS = sql("SELECT attester, count(*) FROM p_attestations GROUP BY attester")
+_SIGNERS = sql("SELECT key_id, entries FROM p_signers")
+_SIGNERS_OF = sql("SELECT key_id, entries FROM p_signers WHERE key_id IN ({marks})")
+_SIGNED = sql(
+    "SELECT position FROM p_signed WHERE key_id = ? AND position > ? ORDER BY position LIMIT ?"
+)
 
 
 def keyring(conn: Session) -> dict[str, KeyView]:
     """Every key the projection knows, by key id."""
     out = {}
-    for key_id, role, name, public, since, until, reason, rotated in conn.execute(
-        "SELECT key_id, role, name, public_key, valid_from, revoked_at, revoked_reason, rotated_to FROM p_keys"
-    ):
+    for key_id, role, name, public, since, until, reason, rotated in conn.execute(_KEYS):
         out[key_id] = KeyView(key_id, role, name, public, since, until, reason, rotated)
     return out
 
@@ -56,7 +66,7 @@ class KeyringCache:
 def attestation_counts(conn: Session) -> dict[str, int]:
     """How many attestations each key posted (withdrawn and hidden ones too: every one is an
     entry the key signed), by key id; a key that posted none is left out."""
-    rows = conn.execute("SELECT attester, count(*) FROM p_attestations GROUP BY attester")
+    rows = conn.execute(_ATTESTATIONS)
     return {attester: count for attester, count in rows}
 
 
@@ -65,13 +75,9 @@ def signed_counts(conn: Session, key_ids: Sequence[str] | None = None) -> dict[s
     withdrawals, reruns, and for the index key every event of the index), by key id; only
     ``key_ids``, if given."""
     if key_ids is None:
-        rows = conn.execute("SELECT key_id, entries FROM p_signers")
+        rows = conn.execute(_SIGNERS)
     else:
-        marks = ",".join("?" * len(key_ids))
-        rows = conn.execute(
-            f"SELECT key_id, entries FROM p_signers WHERE key_id IN ({marks})",
-            list(key_ids),
-        )
+        rows = conn.execute(_SIGNERS_OF.marks(len(key_ids)), list(key_ids))
     return {key_id: count for key_id, count in rows}
 
 
@@ -80,8 +86,5 @@ def signed_by(
 ) -> list[int]:
     """The positions of the entries ``key_id`` signed (after position ``after``), oldest
     first, at most ``limit``."""
-    rows = conn.execute(
-        "SELECT position FROM p_signed WHERE key_id = ? AND position > ? ORDER BY position LIMIT ?",
-        (key_id, -1 if after is None else after, limit),
-    )
+    rows = conn.execute(_SIGNED, (key_id, -1 if after is None else after, limit))
     return [position for (position,) in rows]

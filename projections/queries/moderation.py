@@ -10,6 +10,8 @@ from typing import Any
 import msgspec
 
 from events.port import Session
+from events.statements import Statement, sql
+from projections.columns import column_text
 from projections.queries._asof import JSON, at
 
 __all__ = [
@@ -22,6 +24,10 @@ __all__ = [
     "find_report",
     "reports",
 ]
+
+_ATTESTATION_STATE = sql(
+    "SELECT id, run_digest, attester, withdrawn_at, hidden_at FROM p_attestations WHERE id = ?"
+)
 
 
 class Attestation(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -43,6 +49,33 @@ _COLUMNS = (
     "id, run_digest, attester, predicate_type, predicate, valid_from, recorded_at,"
     " withdrawn_at, hidden_at, withdrawn_reason"
 )
+
+
+_ATTESTATIONS = sql(
+    f"SELECT {_COLUMNS} FROM p_attestations WHERE run_digest = ? AND valid_from <= ?"
+    " ORDER BY valid_from"
+)
+# Each filter a query of ``find_attestations`` may add, by its argument.
+_FILTERS = {
+    "attestation_id": " AND id = ?",
+    "subject": " AND run_digest = ?",
+    "kind": " AND predicate_kind = ?",
+    "attester": " AND attester = ?",
+}
+_FIND = sql(
+    f"SELECT {_COLUMNS} FROM p_attestations"
+    " WHERE valid_from <= ? AND (hidden_at IS NULL OR hidden_at > ?) AND valid_from > ?{filters}"
+    " ORDER BY valid_from LIMIT ?"
+)
+_FOUND: dict[tuple[str, ...], Statement] = {}
+
+
+def _find(filters: tuple[str, ...]) -> Statement:
+    """``_FIND`` with ``filters`` (names of ``_FILTERS``), kept by them."""
+    made = _FOUND.get(filters)
+    if made is None:
+        made = _FOUND[filters] = _FIND.format(filters="".join(_FILTERS[f] for f in filters))
+    return made
 
 
 def _attestation(row: tuple[Any, ...], p: int) -> Attestation:
@@ -69,11 +102,7 @@ def attestations(
 ) -> list[Attestation]:
     """The attestations on a run at ``as_of``, oldest first; hidden ones only if asked."""
     p = at(as_of)
-    rows = conn.execute(
-        f"SELECT {_COLUMNS} FROM p_attestations WHERE run_digest = ? AND valid_from <= ?"
-        " ORDER BY valid_from",
-        (digest, p),
-    )
+    rows = conn.execute(_ATTESTATIONS, (digest, p))
     found = [_attestation(row, p) for row in rows]
     return [a for a in found if include_hidden or not a.hidden]
 
@@ -93,22 +122,18 @@ def find_attestations(
     the one with payload digest ``attestation_id``, those on run ``subject``, of predicate ``kind``, by key
     ``attester``; at most ``limit``, after the position ``after`` (a keyset cursor)."""
     p = at(as_of)
-    where = ["valid_from <= ?", "(hidden_at IS NULL OR hidden_at > ?)", "valid_from > ?"]
+    filters: list[str] = []
     args: list[object] = [p, p, -1 if after is None else after + 1]
-    for clause, value in (
-        ("id = ?", attestation_id),
-        ("run_digest = ?", subject),
-        ("json_extract(CAST(predicate AS TEXT), '$.kind') = ?", kind),
-        ("attester = ?", attester),
+    for name, value in (
+        ("attestation_id", attestation_id),
+        ("subject", subject),
+        ("kind", kind),
+        ("attester", attester),
     ):
         if value is not None:
-            where.append(clause)
-            args.append(value)
-    rows = conn.execute(
-        f"SELECT {_COLUMNS} FROM p_attestations WHERE {' AND '.join(where)}"
-        " ORDER BY valid_from LIMIT ?",
-        (*args, limit),
-    )
+            filters.append(name)
+            args.append(column_text(value))
+    rows = conn.execute(_find(tuple(filters)), (*args, limit))
     return [_attestation(row, p) for row in rows]
 
 
@@ -126,7 +151,7 @@ class AttestationState(msgspec.Struct, frozen=True):
 def attestation_state(conn: Session, attestation_id: str) -> AttestationState | None:
     """The attestation with payload digest ``attestation_id`` now (hidden ones too), if any."""
     row = conn.execute(
-        "SELECT id, run_digest, attester, withdrawn_at, hidden_at FROM p_attestations WHERE id = ?",
+        _ATTESTATION_STATE,
         (attestation_id,),
     ).fetchone()
     if row is None:
@@ -152,6 +177,13 @@ _REPORT_COLUMNS = (
 )
 
 
+_REPORTS = sql(
+    f"SELECT {_REPORT_COLUMNS} FROM p_reports WHERE run_digest = ? AND valid_from <= ?"
+    " ORDER BY valid_from"
+)
+_REPORT = sql(f"SELECT {_REPORT_COLUMNS} FROM p_reports WHERE id = ?")
+
+
 def _report(row: tuple[Any, ...], p: int) -> Report:
     """The report of a ``_REPORT_COLUMNS`` row as of size ``p``."""
     resolved = row[6] is not None and row[6] <= p
@@ -170,17 +202,11 @@ def _report(row: tuple[Any, ...], p: int) -> Report:
 def reports(conn: Session, digest: str, as_of: int | None = None) -> list[Report]:
     """The reports filed on a run at ``as_of``, oldest first."""
     p = at(as_of)
-    rows = conn.execute(
-        f"SELECT {_REPORT_COLUMNS} FROM p_reports WHERE run_digest = ? AND valid_from <= ?"
-        " ORDER BY valid_from",
-        (digest, p),
-    )
+    rows = conn.execute(_REPORTS, (digest, p))
     return [_report(row, p) for row in rows]
 
 
 def find_report(conn: Session, report_id: str) -> Report | None:
     """The report with payload digest ``report_id`` now (with its resolution), if any."""
-    row = conn.execute(
-        f"SELECT {_REPORT_COLUMNS} FROM p_reports WHERE id = ?", (report_id,)
-    ).fetchone()
+    row = conn.execute(_REPORT, (report_id,)).fetchone()
     return None if row is None else _report(row, at(None))

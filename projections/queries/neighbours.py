@@ -5,12 +5,29 @@ protocol, environment or correctness policy) keeps out of the run's ranking."""
 from __future__ import annotations
 
 from events.port import Session
+from events.statements import Statement, sql
+from projections.columns import column_text
 from projections.queries._asof import LIVE, RUN, at
 from projections.views import RunView
 
 __all__ = ["BETTER_ELSEWHERE_CAP", "better_elsewhere"]
 
 BETTER_ELSEWHERE_CAP = 20
+
+
+def _better(live: str, better: str, order: str) -> Statement:
+    return sql(
+        f"SELECT view FROM p_runs WHERE workload_digest = ? AND hardware = ? AND {live}"
+        " AND eligible = 1 AND group_key IS NOT NULL AND group_key != ?"
+        f" AND primary_value {better} ? ORDER BY primary_value {order}, run_digest"
+    )
+
+
+_BETTER_NOW = {
+    "lower": _better("valid_to IS NULL", "<", "ASC"),
+    "higher": _better("valid_to IS NULL", ">", "DESC"),
+}
+_BETTER_THEN = {"lower": _better(LIVE, "<", "ASC"), "higher": _better(LIVE, ">", "DESC")}
 
 
 def better_elsewhere(
@@ -32,18 +49,22 @@ def better_elsewhere(
     ):
         return []
     p = at(as_of)
-    better = "<" if view.direction == "lower" else ">"
-    order = "ASC" if view.direction == "lower" else "DESC"
-    # Now: the current rows, through the partial index on (hardware) of current runs; as of a
-    # size: the rows live then.
-    live, args = ("valid_to IS NULL", ()) if as_of is None else (LIVE, (p, p))
+    # Now: the current rows, through the partial index on (workload, hardware) of current
+    # runs; as of a size: the rows live then.
+    args: tuple[int, ...] = ()
+    if as_of is None:
+        statement = _BETTER_NOW[view.direction]
+    else:
+        statement, args = _BETTER_THEN[view.direction], (p, p)
     rows = conn.execute(
-        f"SELECT view FROM p_runs WHERE hardware = ? AND eligible = 1 AND {live}"
-        " AND group_key IS NOT NULL AND group_key != ?"
-        # The views are stored as JSON bytes; SQLite's JSON functions read text.
-        " AND json_extract(CAST(view AS TEXT), '$.workloadDigest') = ?"
-        f" AND primary_value {better} ? ORDER BY primary_value {order}, run_digest",
-        (view.hardware, *args, view.group_key, view.workloadDigest, view.primaryValue),
+        statement,
+        (
+            column_text(view.workloadDigest),
+            column_text(view.hardware),
+            *args,
+            column_text(view.group_key),
+            view.primaryValue,
+        ),
     )
     out = []
     for (blob,) in rows:

@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterator
 
 from events.port import Session
+from events.statements import sql
 from projections.errors import AmbiguousRun, MalformedReference, UnknownRun
 from projections.queries._asof import LIVE, RUN, at
 from projections.queries.search import search_runs
@@ -27,30 +28,44 @@ _FULL = re.compile(r"^sha256:[0-9a-f]{64}\Z")
 _UUID = re.compile(r"^[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\Z")
 _ALIAS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*:[^\x00-\x1f\x7f]+\Z")  # <source>:<externalId>
 
+_VIEW = sql(f"SELECT view FROM p_runs WHERE run_digest = ? AND {LIVE}")
+_DIGESTS = sql(f"SELECT run_digest FROM p_runs WHERE {LIVE} ORDER BY run_digest")
+_ANY = sql("SELECT 1 FROM p_runs LIMIT 1")
+_LIVE_ONE = sql(f"SELECT 1 FROM p_runs WHERE run_digest = ? AND {LIVE} LIMIT 1")
+_PREFIXED = sql(
+    "SELECT DISTINCT run_digest FROM p_runs WHERE run_digest >= ? AND run_digest < ?"
+    f" AND {LIVE} LIMIT 20"
+)
+_ALIASED = sql(
+    "SELECT a.run_digest FROM p_aliases a WHERE a.alias = ? AND a.valid_from <= ?"
+    " ORDER BY a.run_digest"
+)
+_VERSIONS = sql(
+    "SELECT valid_from, view FROM p_runs WHERE run_digest = ? AND valid_from <= ?"
+    " ORDER BY valid_from"
+)
+_ALIASES_OF = sql(
+    "SELECT alias FROM p_aliases WHERE run_digest = ? AND valid_from <= ? ORDER BY alias"
+)
+_ALL_ALIASES = sql("SELECT alias, run_digest FROM p_aliases WHERE valid_from <= ? ORDER BY alias")
+
 
 def run_view(conn: Session, digest: str, as_of: int | None = None) -> RunView | None:
     """The run as it stood at ``as_of``."""
     p = at(as_of)
-    row = conn.execute(
-        f"SELECT view FROM p_runs WHERE run_digest = ? AND {LIVE}", (digest, p, p)
-    ).fetchone()
+    row = conn.execute(_VIEW, (digest, p, p)).fetchone()
     return None if row is None else RUN.decode(row[0])
 
 
 def run_digests(conn: Session, as_of: int | None = None) -> list[str]:
     """The digest of every run the log held at ``as_of`` (whatever its status), in order."""
     p = at(as_of)
-    return [
-        r[0]
-        for r in conn.execute(
-            f"SELECT run_digest FROM p_runs WHERE {LIVE} ORDER BY run_digest", (p, p)
-        )
-    ]
+    return [r[0] for r in conn.execute(_DIGESTS, (p, p))]
 
 
 def has_runs(conn: Session) -> bool:
     """Whether the log holds any run (in any version)."""
-    return conn.execute("SELECT 1 FROM p_runs LIMIT 1").fetchone() is not None
+    return conn.execute(_ANY).fetchone() is not None
 
 
 def resolve_run(conn: Session, ref: str, as_of: int | None = None) -> str:
@@ -116,22 +131,14 @@ def _candidates(conn: Session, ref: str, p: int) -> list[str]:
     """The digests a well-formed reference names at size ``p`` (any number of them)."""
     candidates: list[str] = []
     if _FULL.match(ref):
-        live = conn.execute(
-            f"SELECT 1 FROM p_runs WHERE run_digest = ? AND {LIVE} LIMIT 1", (ref, p, p)
-        ).fetchone()
+        live = conn.execute(_LIVE_ONE, (ref, p, p)).fetchone()
         candidates = [ref] if live is not None else []
     elif _HEX.match(ref):
         low = "sha256:" + ref
-        rows = conn.execute(
-            f"SELECT DISTINCT run_digest FROM p_runs WHERE run_digest >= ? AND run_digest < ? AND {LIVE} LIMIT 20",
-            (low, low + "g", p, p),
-        ).fetchall()
+        rows = conn.execute(_PREFIXED, (low, low + "g", p, p)).fetchall()
         candidates = [r[0] for r in rows]
     if not candidates and ":" in ref:
-        rows = conn.execute(
-            "SELECT a.run_digest FROM p_aliases a WHERE a.alias = ? AND a.valid_from <= ? ORDER BY a.run_digest",
-            (ref, p),
-        ).fetchall()
+        rows = conn.execute(_ALIASED, (ref, p)).fetchall()
         candidates = [r[0] for r in rows]
     return candidates
 
@@ -165,29 +172,20 @@ def _current_of_corrections(conn: Session, candidates: list[str], as_of: int | N
 
 def run_versions(conn: Session, digest: str, as_of: int | None = None) -> list[tuple[int, RunView]]:
     """Every version of a run up to ``as_of``: (position of the entry that made it, view)."""
-    rows = conn.execute(
-        "SELECT valid_from, view FROM p_runs WHERE run_digest = ? AND valid_from <= ? ORDER BY valid_from",
-        (digest, at(as_of)),
-    )
+    rows = conn.execute(_VERSIONS, (digest, at(as_of)))
     return [(int(r[0]) - 1, RUN.decode(r[1])) for r in rows]
 
 
 def aliases_of(conn: Session, digest: str, as_of: int | None = None) -> list[str]:
     """The aliases of a run at ``as_of``, sorted."""
-    rows = conn.execute(
-        "SELECT alias FROM p_aliases WHERE run_digest = ? AND valid_from <= ? ORDER BY alias",
-        (digest, at(as_of)),
-    )
+    rows = conn.execute(_ALIASES_OF, (digest, at(as_of)))
     return [r[0] for r in rows]
 
 
 def all_aliases(conn: Session, as_of: int | None = None) -> dict[str, list[str]]:
     """Every run's aliases, in one scan."""
     out: dict[str, list[str]] = {}
-    for alias, digest in conn.execute(
-        "SELECT alias, run_digest FROM p_aliases WHERE valid_from <= ? ORDER BY alias",
-        (at(as_of),),
-    ):
+    for alias, digest in conn.execute(_ALL_ALIASES, (at(as_of),)):
         out.setdefault(digest, []).append(alias)
     return out
 

@@ -9,6 +9,8 @@ from typing import Any, NamedTuple
 import msgspec
 
 from events.port import Session
+from events.statements import sql
+from projections.columns import column_text
 from projections.queries._asof import LIVE, RUN, at
 from projections.views import RunView
 
@@ -37,10 +39,17 @@ class Source(msgspec.Struct, frozen=True):
     registered: bool = True
 
 
+_RUN_COUNTS = sql(f"SELECT source, count(*) FROM p_runs WHERE {LIVE} GROUP BY source")
+_SOURCES = sql(
+    "SELECT source, name, url, license, notice FROM p_sources WHERE valid_from <= ? ORDER BY name"
+)
+_HARDWARE = sql(
+    f"SELECT DISTINCT hardware FROM p_runs WHERE hardware IS NOT NULL AND {LIVE} ORDER BY hardware"
+)
+
+
 def _run_counts(conn: Session, p: int) -> dict[str, int]:
-    rows = conn.execute(
-        f"SELECT source, count(*) FROM p_runs WHERE {LIVE} GROUP BY source", (p, p)
-    ).fetchall()
+    rows = conn.execute(_RUN_COUNTS, (p, p)).fetchall()
     return {str(source): int(n) for source, n in rows}
 
 
@@ -50,10 +59,7 @@ def sources(conn: Session, as_of: int | None = None) -> list[Source]:
 
 
 def _registered(conn: Session, p: int, counts: dict[str, int]) -> list[Source]:
-    rows = conn.execute(
-        "SELECT source, name, url, license, notice FROM p_sources WHERE valid_from <= ? ORDER BY name",
-        (p,),
-    ).fetchall()
+    rows = conn.execute(_SOURCES, (p,)).fetchall()
     return [
         Source(source, name, url, license_, notice, counts.get(source, 0))
         for source, name, url, license_, notice in rows
@@ -78,11 +84,7 @@ def run_sources(conn: Session, as_of: int | None = None) -> list[Source]:
 def hardware_names(conn: Session, as_of: int | None = None) -> list[str]:
     """The distinct accelerators the runs name."""
     p = at(as_of)
-    rows = conn.execute(
-        f"SELECT DISTINCT hardware FROM p_runs WHERE hardware IS NOT NULL AND {LIVE}"
-        " ORDER BY hardware",
-        (p, p),
-    )
+    rows = conn.execute(_HARDWARE, (p, p))
     return [r[0] for r in rows]
 
 
@@ -106,45 +108,34 @@ class Found(NamedTuple):
 
 
 # The sort key of a run as columns, computed once per row in the inner select. The workload is
-# the benchmark the source names (if not blank), else the name of the run's workload manifest (as the log held
-# it), else the run's own name.
-_KEYED = (
-    "SELECT view, run_digest,"
-    " COALESCE(NULLIF(json_extract(CAST(view AS TEXT), '$.benchmark'), ''),"
+# the benchmark the source names (if not blank), else the name of the run's workload manifest
+# (as the log held it), else the run's own name. ``{where}``: the filters; ``{after}``: the
+# keyset cursor; ``{limit}``: at most how many.
+_SEARCH = sql(
+    "SELECT * FROM (SELECT view, run_digest,"
+    " COALESCE(NULLIF(benchmark, ''),"
     " (SELECT NULLIF(m.name, '') FROM p_manifests m WHERE"
-    " m.digest = json_extract(CAST(view AS TEXT), '$.workloadDigest') AND m.valid_from <= ?),"
-    " json_extract(CAST(view AS TEXT), '$.name'), '') AS k_workload,"
+    " m.digest = workload_digest AND m.valid_from <= ?),"
+    " name, '') AS k_workload,"
     " CASE WHEN primary_value IS NULL THEN 1 ELSE 0 END AS k_unvalued,"
     " COALESCE(CASE direction WHEN 'higher' THEN -primary_value ELSE primary_value END, 0.0)"
     " AS k_value"
-    " FROM p_runs WHERE {where}"
+    " FROM p_runs WHERE {where}) AS keyed{after}"
+    " ORDER BY k_workload, k_unvalued, k_value, run_digest{limit}"
 )
-_ORDER = "k_workload, k_unvalued, k_value, run_digest"
+_AFTER = " WHERE (k_workload, k_unvalued, k_value, run_digest) > (?, ?, ?, ?)"
+# A run matches a text by its name, title or benchmark, or by its operation's name or title (an
+# OperationSpec the log holds); ``{like}`` ignores the case of ASCII letters on both stores.
+_TEXT = (
+    "(name {like} ? ESCAPE '\\' OR title {like} ? ESCAPE '\\' OR benchmark {like} ? ESCAPE '\\'"
+    " OR operation_digest IN (SELECT digest FROM p_manifests WHERE kind = 'OperationSpec'"
+    " AND valid_from <= ? AND (name {like} ? ESCAPE '\\' OR title {like} ? ESCAPE '\\')))"
+)
 
 
 def _like(text: str) -> str:
     escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
-
-
-def _text_clause(text: str, p: int) -> tuple[str, list[Any]]:
-    # The views are stored as JSON bytes; SQLite's JSON functions read text only.
-    fields = ("$.name", "$.title", "$.benchmark")
-    # A run also matches by its operation's name or title (an OperationSpec the log holds).
-    operation = (
-        "json_extract(CAST(view AS TEXT), '$.operationDigest') IN (SELECT digest FROM"
-        " p_manifests WHERE kind = 'OperationSpec' AND valid_from <= ? AND (name LIKE ?"
-        " ESCAPE '\\' OR json_extract(CAST(body AS TEXT), '$.metadata.title') LIKE ?"
-        " ESCAPE '\\'))"
-    )
-    clause = (
-        "("
-        + " OR ".join(f"json_extract(CAST(view AS TEXT), '{f}') LIKE ? ESCAPE '\\'" for f in fields)
-        + " OR "
-        + operation
-        + ")"
-    )
-    return clause, [_like(text)] * len(fields) + [p, _like(text), _like(text)]
 
 
 def search_runs(
@@ -175,20 +166,21 @@ def search_runs(
     ):
         if value is not None:
             clauses.append(f"{column} = ?")
-            params.append(value)
+            params.append(column_text(value))
     if text:
-        clause, bound = _text_clause(text, p)
-        clauses.append(clause)
-        params += bound
-    sql = f"SELECT * FROM ({_KEYED.format(where=' AND '.join(clauses))}) AS keyed"
+        pattern = _like(column_text(text))
+        clauses.append(_TEXT)
+        params += [pattern, pattern, pattern, p, pattern, pattern]
     if after is not None:
-        sql += f" WHERE ({_ORDER}) > (?, ?, ?, ?)"
-        params += [after.workload, after.unvalued, after.value, after.digest]
-    sql += f" ORDER BY {_ORDER}"
+        params += [column_text(after.workload), after.unvalued, after.value, after.digest]
     if limit is not None:
-        sql += " LIMIT ?"
         params.append(int(limit))
+    statement = _SEARCH.format(
+        where=" AND ".join(clauses),
+        after="" if after is None else _AFTER,
+        limit="" if limit is None else " LIMIT ?",
+    )
     return [
         Found(RUN.decode(body), RunKey(str(w), int(n), float(v), str(digest)))
-        for body, digest, w, n, v in conn.execute(sql, params)
+        for body, digest, w, n, v in conn.execute(statement, params)
     ]

@@ -8,12 +8,20 @@ and ``keys`` (the tree size after the last entry that changed the keyring).
 from __future__ import annotations
 
 from events.port import Session
+from events.statements import sql
 
 __all__ = ["current_size", "keys_version", "stored_format"]
 
+_STATE = sql("SELECT position FROM p_state WHERE projection = ?")
+_COOKIE = sql(
+    sqlite="PRAGMA schema_version",
+    # Projection tables made again get a new oid: the cookie moves, as SQLite's does.
+    postgresql="SELECT coalesce(to_regclass('p_keys')::oid::bigint, 0)",
+)
+
 
 def _state(conn: Session, name: str) -> int | None:
-    row = conn.execute("SELECT position FROM p_state WHERE projection = ?", (name,)).fetchone()
+    row = conn.execute(_STATE, (name,)).fetchone()
     return None if row is None else int(row[0])
 
 
@@ -33,5 +41,5 @@ def keys_version(conn: Session) -> tuple[int, int]:
     and the database's schema cookie: the keyring read at one version is the keyring until
     either moves (a rebuild or a replay's repair recreates the tables, which moves the cookie
     even when the last key entry stays where it was)."""
-    (cookie,) = conn.execute("PRAGMA schema_version").fetchone()
+    (cookie,) = conn.execute(_COOKIE).fetchone()
     return _state(conn, "keys") or 0, int(cookie)

@@ -25,7 +25,6 @@ overlap.
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -38,20 +37,12 @@ __all__ = ["BUSY_RETRY", "GroupCommit", "Request", "busy"]
 
 BUSY_RETRY = 5.0
 """Seconds a group refused as busy (``busy``) is tried again before its requests hear so."""
-_SQLITE_BUSY = 5  # the primary result code; SQLITE_BUSY_SNAPSHOT (517) etc. share its low byte
 
 
 def busy(exc: BaseException) -> bool:
-    """Whether ``exc`` is SQLite refusing a transaction as busy (nothing was written), as it
-    comes from SQLite or as the store says it (``StorageBusy``)."""
-    if isinstance(exc, StorageBusy):
-        return True
-    code = getattr(exc, "sqlite_errorcode", None)
-    return (
-        isinstance(exc, sqlite3.OperationalError)
-        and isinstance(code, int)
-        and (code & 0xFF == _SQLITE_BUSY)
-    )
+    """Whether ``exc`` is the store refusing a transaction as busy (``StorageBusy``: nothing
+    was written; the stores' sessions say their drivers' busy errors so)."""
+    return isinstance(exc, StorageBusy)
 
 
 S = TypeVar("S")

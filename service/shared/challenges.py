@@ -17,10 +17,11 @@ import secrets
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
+from events.port import Session
+from events.statements import sql
 from events.stores import service_session
 from service.errors import ServiceError, UsageError
 
@@ -39,9 +40,17 @@ CHALLENGE_TTL = timedelta(minutes=5)
 # not "unknown"), then removed when a new one is issued.
 _KEEP = timedelta(days=1)
 
-_SCHEMA = """CREATE TABLE IF NOT EXISTS challenges (
-    challenge TEXT PRIMARY KEY, key_id TEXT NOT NULL, expires_us INTEGER NOT NULL,
-    used_us INTEGER)"""
+_SCHEMA = sql("""CREATE TABLE IF NOT EXISTS challenges (
+    challenge {text} PRIMARY KEY, key_id {text} NOT NULL, expires_us {integer} NOT NULL,
+    used_us {integer})""")
+_FORGET = sql("DELETE FROM challenges WHERE expires_us < ?")
+_ISSUE = sql("INSERT INTO challenges (challenge, key_id, expires_us) VALUES (?, ?, ?)")
+_COMMIT = sql("COMMIT")
+_READ = sql("SELECT key_id, expires_us, used_us FROM challenges WHERE challenge = ?")
+_USE = sql(
+    "UPDATE challenges SET used_us = ? WHERE challenge = ? AND key_id = ?"
+    " AND used_us IS NULL AND expires_us > ?"
+)
 
 
 class ChallengeUnknown(UsageError):
@@ -86,7 +95,7 @@ class Challenges:
         self.db = db
 
     @contextlib.contextmanager
-    def _connect(self) -> Iterator[Any]:
+    def _connect(self) -> Iterator[Session]:
         with service_session(self.store, self.db, _SCHEMA) as (conn, begin):
             self._begin = begin
             yield conn
@@ -98,12 +107,9 @@ class Challenges:
         expires = _micros(now + CHALLENGE_TTL)
         with self._connect() as conn:
             conn.execute(self._begin)
-            conn.execute("DELETE FROM challenges WHERE expires_us < ?", (_micros(now - _KEEP),))
-            conn.execute(
-                "INSERT INTO challenges (challenge, key_id, expires_us) VALUES (?, ?, ?)",
-                (value, key_id, expires),
-            )
-            conn.execute("COMMIT")
+            conn.execute(_FORGET, (_micros(now - _KEEP),))
+            conn.execute(_ISSUE, (value, key_id, expires))
+            conn.execute(_COMMIT)
         return Challenge(value, key_id, _rfc3339(expires))
 
     def check(self, challenge: str, key_id: str, now: datetime) -> None:
@@ -116,10 +122,7 @@ class Challenges:
             ChallengeExpired: expired.
         """
         with self._connect() as conn:
-            row = conn.execute(
-                "SELECT key_id, expires_us, used_us FROM challenges WHERE challenge = ?",
-                (challenge,),
-            ).fetchone()
+            row = conn.execute(_READ, (challenge,)).fetchone()
         if row is None:
             raise ChallengeUnknown("this server did not issue that challenge")
         owner, expires, used = row
@@ -141,10 +144,6 @@ class Challenges:
         """
         at = _micros(now)
         with self._connect() as conn:
-            done = conn.execute(
-                "UPDATE challenges SET used_us = ? WHERE challenge = ? AND key_id = ?"
-                " AND used_us IS NULL AND expires_us > ?",
-                (at, challenge, key_id, at),
-            ).rowcount
+            done = conn.execute(_USE, (at, challenge, key_id, at)).rowcount
         if done != 1:
             self.check(challenge, key_id, now)

@@ -14,25 +14,37 @@ the last counts, never an entry).
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
 from events.port import Session
-from events.stores import service_session, store_kind
+from events.statements import Statement, sql
+from events.stores import BEGIN_IMMEDIATE, service_session, sqlite_counts, store_kind
 from service.errors import ServiceError
 
 __all__ = ["Limits", "RateLimited", "RateLimiter"]
 
 HOUR, DAY = 3600, 86400
-_SCHEMA = """CREATE TABLE IF NOT EXISTS rate_limits (
-    scope TEXT NOT NULL, subject TEXT NOT NULL, span INTEGER NOT NULL, start INTEGER NOT NULL,
-    count INTEGER NOT NULL, PRIMARY KEY (scope, subject, span, start))"""
+_SCHEMA = sql("""CREATE TABLE IF NOT EXISTS rate_limits (
+    scope {text} NOT NULL, subject {text} NOT NULL, span {integer} NOT NULL,
+    start {integer} NOT NULL, count {integer} NOT NULL, PRIMARY KEY (scope, subject, span, start))""")
+# Checks and counts one at a time, as SQLite's BEGIN IMMEDIATE has them: under READ COMMITTED
+# two requests would both read a count under the limit, and both be counted.
+_ONE_AT_A_TIME = sql(postgresql="LOCK TABLE rate_limits IN SHARE ROW EXCLUSIVE MODE")
+_COUNT = sql(
+    "SELECT count FROM rate_limits WHERE scope = ? AND subject = ? AND span = ? AND start = ?"
+)
+_HIT = sql(
+    "INSERT INTO rate_limits VALUES (?, ?, ?, ?, 1) ON CONFLICT"
+    " (scope, subject, span, start) DO UPDATE SET count = rate_limits.count + 1"
+)
+_FORGET = sql("DELETE FROM rate_limits WHERE start + span < ?")
+_COMMIT = sql("COMMIT")
+_ROLLBACK = sql("ROLLBACK")
 
 
 class Limits(msgspec.Struct, frozen=True, kw_only=True):
@@ -81,24 +93,18 @@ class RateLimiter:
         self._db = db
         self._conn: Session | None = None
         if self._store is None:
-            self._conn = sqlite3.connect(
-                db, isolation_level=None, check_same_thread=False, timeout=60
-            )
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute("PRAGMA busy_timeout=60000")
-            self._conn.execute(_SCHEMA)
+            self._conn = sqlite_counts(db, _SCHEMA)
         self._lock = threading.Lock()
 
     @contextlib.contextmanager
-    def _session(self) -> Iterator[tuple[Any, str]]:
+    def _session(self) -> Iterator[tuple[Session, Statement]]:
         if self._store is not None:
             with service_session(self._store, self._db, _SCHEMA) as opened:
                 yield opened
             return
         assert self._conn is not None  # noqa: S101 - SQLite's, made above
         with self._lock:
-            yield self._conn, "BEGIN IMMEDIATE"
+            yield self._conn, BEGIN_IMMEDIATE
 
     def hit(self, subjects: Sequence[tuple[str, str]]) -> None:
         """Count one write for each ``(scope, subject)`` (scope ``key`` or ``address``), or
@@ -119,17 +125,10 @@ class RateLimiter:
         with self._session() as (conn, begin):
             conn.execute(begin)
             try:
-                if self._store is not None:
-                    # Checks and counts one at a time, as SQLite's BEGIN IMMEDIATE has them:
-                    # under READ COMMITTED two requests would both read a count under the
-                    # limit, and both be counted.
-                    conn.execute("LOCK TABLE rate_limits IN SHARE ROW EXCLUSIVE MODE")
+                if conn.dialect == "postgresql":
+                    conn.execute(_ONE_AT_A_TIME)
                 for scope, subject, span, start, allowed in wanted:
-                    row = conn.execute(
-                        "SELECT count FROM rate_limits"
-                        " WHERE scope = ? AND subject = ? AND span = ? AND start = ?",
-                        (scope, subject, span, start),
-                    ).fetchone()
+                    row = conn.execute(_COUNT, (scope, subject, span, start)).fetchone()
                     if row is not None and row[0] >= allowed:
                         window = "hour" if span == HOUR else "day"
                         raise RateLimited(
@@ -138,14 +137,13 @@ class RateLimiter:
                             retry_after=start + span - now,
                         )
                 conn.executemany(
-                    "INSERT INTO rate_limits VALUES (?, ?, ?, ?, 1) ON CONFLICT"
-                    " (scope, subject, span, start) DO UPDATE SET count = rate_limits.count + 1",
+                    _HIT,
                     [(scope, subject, span, start) for scope, subject, span, start, _ in wanted],
                 )
-                conn.execute("DELETE FROM rate_limits WHERE start + span < ?", (now - DAY,))
-                conn.execute("COMMIT")
+                conn.execute(_FORGET, (now - DAY,))
+                conn.execute(_COMMIT)
             except BaseException:
-                conn.execute("ROLLBACK")
+                conn.execute(_ROLLBACK)
                 raise
 
     def close(self) -> None:

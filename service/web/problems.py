@@ -5,7 +5,6 @@ generic detail only (RFC 9457's security considerations) and are logged with the
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 import msgspec
@@ -17,7 +16,13 @@ from litestar.plugins.problem_details import (
 )
 
 from events.errors import EventError, LogCorrupted
-from events.stores.faults import StorageBusy, StorageDamaged, StorageFault, storage_fault
+from events.stores.faults import (
+    StatementFailed,
+    StorageBusy,
+    StorageDamaged,
+    StorageFault,
+    storage_fault,
+)
 from keys import KeyringError
 from projections.errors import ProjectionError
 from service.errors import ServiceError
@@ -110,20 +115,11 @@ def http_problem(exc: HTTPException) -> ProblemDetailsException:
 
 
 def storage_problem(exc: Exception) -> ProblemDetailsException:
-    """A database or file-system error that escaped the store (a projection's query, the
-    rate limits' or the key challenges' database): the storage fault it is (full, read-only,
-    damaged), else a plain 500 problem."""
+    """A file-system error, or a statement the database refused for no fault of the storage
+    (``StatementFailed``: a bug), that escaped: the storage fault it is (full, read-only,
+    damaged), else a plain 500 problem. The stores' sessions say their drivers' faults as
+    ``StorageFault``s themselves."""
     fault = storage_fault(exc, None)
-    return to_problem(fault if fault is not None else exc)
-
-
-def server_problem(exc: Exception) -> ProblemDetailsException:
-    """A PostgreSQL error that escaped the store (a projection's query, the rate limits', the
-    key challenges'): the storage fault it is (unreachable, read-only, full, busy), else a
-    plain 500 problem."""
-    from events.stores.postgres import pg_fault
-
-    fault = pg_fault(exc, "the log's database")
     return to_problem(fault if fault is not None else exc)
 
 
@@ -136,11 +132,8 @@ def plugin() -> ProblemDetailsPlugin:
         VerifierError,
     )
     mapping: dict[type[Exception], Any] = {root: to_problem for root in roots}
-    mapping[sqlite3.Error] = storage_problem
+    mapping[StatementFailed] = storage_problem
     mapping[OSError] = storage_problem
-    import psycopg
-
-    mapping[psycopg.Error] = server_problem
     mapping[ValidationException] = invalid_request
     return ProblemDetailsPlugin(
         ProblemDetailsConfig(

@@ -17,6 +17,7 @@ import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 
+from events.stores.sqlite_session import SqliteSession
 from projections import schema
 from projections.queries.search import search_runs
 from projections.views import RunView
@@ -211,7 +212,7 @@ def test_the_openapi_document_describes_the_search(client: Client) -> None:
 _ENC = msgspec.json.Encoder()
 
 
-def _row(conn: sqlite3.Connection, name: str, value: float | None, direction: str) -> str:
+def _row(conn: SqliteSession, name: str, value: float | None, direction: str) -> str:
     digest = "sha256:" + format(abs(hash((name, value, direction))), "x").rjust(64, "0")[:64]
     view = RunView(
         runDigest=digest,
@@ -228,15 +229,15 @@ def _row(conn: sqlite3.Connection, name: str, value: float | None, direction: st
     )
     conn.execute(
         "INSERT INTO p_runs (run_digest, valid_from, kind, eligible, primary_value, direction,"
-        " observed_at, source, evidence_level, status, view) VALUES (?, 1, 'BenchmarkRun', 1,"
-        " ?, ?, '2026-01-01', 's', 'reported', 'passed', ?)",
-        (digest, value, direction, _ENC.encode(view)),
+        " observed_at, source, evidence_level, status, view, name, benchmark) VALUES (?, 1,"
+        " 'BenchmarkRun', 1, ?, ?, '2026-01-01', 's', 'reported', 'passed', ?, ?, 'wl')",
+        (digest, value, direction, _ENC.encode(view), name),
     )
     return name
 
 
 def test_higher_is_better_sorts_highest_first_and_valueless_runs_last() -> None:
-    conn = sqlite3.connect(":memory:")
+    conn = SqliteSession(sqlite3.connect(":memory:"))
     schema.create(conn)
     for name, value in (("a", 5.0), ("b", None), ("c", 9.0), ("d", 7.0), ("e", 9.0)):
         _row(conn, name, value, "higher")

@@ -47,7 +47,7 @@ def test_projections_of_another_format_are_rebuilt_when_the_ledger_opens(
     def leave_old_projections() -> None:  # what the older folds left behind
         conn.execute("DELETE FROM p_state WHERE projection = 'format'")
         conn.execute(
-            "INSERT OR IGNORE INTO p_manifests VALUES (?, 'BenchmarkRun', 'r', 1, '{}')",
+            "INSERT OR IGNORE INTO p_manifests VALUES (?, 'BenchmarkRun', 'r', 1, '{}', NULL)",
             (parts["run"].digest,),
         )
 

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from events.port import stored_entries
+from events.stores.sqlite_session import SqliteSession
 from events.types import ManifestRecorded, Origin, ReportFiled, RunRetracted, RunSuperseded
 from keys import SigningKey
 from projections import queries, schema
@@ -116,8 +117,8 @@ def _apply(ledger: Ledger, plan: list[tuple[Any, ...]], cuts: list[int]) -> None
     flush()
 
 
-def _fresh(entries: list[Any], split: int | None = None) -> sqlite3.Connection:
-    conn = sqlite3.connect(":memory:", isolation_level=None)
+def _fresh(entries: list[Any], split: int | None = None) -> SqliteSession:
+    conn = SqliteSession(sqlite3.connect(":memory:", isolation_level=None))
     m = Materializer(conn)
     if split is None:
         m.apply(entries)
@@ -127,7 +128,7 @@ def _fresh(entries: list[Any], split: int | None = None) -> sqlite3.Connection:
     return conn
 
 
-def _state(conn: sqlite3.Connection, as_of: int | None) -> dict[str, Any]:
+def _state(conn: SqliteSession, as_of: int | None) -> dict[str, Any]:
     views = list(queries.list_runs(conn, as_of))
     return {
         "runs": views,

@@ -1,0 +1,48 @@
+"""The statements the stores and the projections send (``events.statements.REGISTRY``), as
+written for each store: nothing is left for a run-time rewrite to translate.
+
+Still to come (issue 26, Deliver 1): send each registered statement on each store and fail
+when one never ran (``Statement.ran``)."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+
+import events
+import projections
+from events.statements import REGISTRY, Statement
+
+_LITERAL = re.compile(r"'(?:[^']|'')*'")
+
+
+def _load_all() -> list[Statement]:
+    for package in (events, projections):
+        for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            if info.name.endswith("__main__"):
+                continue
+            importlib.import_module(info.name)
+    return list(REGISTRY)
+
+
+def test_every_statement_is_written_for_a_store() -> None:
+    statements = _load_all()
+    assert len(statements) > 100
+    for statement in statements:
+        assert statement.sqlite is not None or statement.postgresql is not None, statement
+
+
+def test_no_statement_needs_a_translation() -> None:
+    for statement in _load_all():
+        for text in (statement.sqlite, statement.postgresql):
+            if text is None:
+                continue
+            bare = _LITERAL.sub("''", text)
+            assert "json_extract" not in bare, statement
+            assert "{integer}" not in bare and "{text}" not in bare, statement
+        if statement.postgresql is not None:
+            bare = _LITERAL.sub("''", statement.postgresql)
+            assert "?" not in bare, statement
+            assert "INSERT OR" not in bare.upper(), statement
+            assert "PRAGMA" not in bare.upper(), statement
