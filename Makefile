@@ -45,7 +45,7 @@ serve: $(VENV)/.runtime
 	$(BIN)/benchproof serve --data $(DATA) --host $(HOST) --port $(PORT) --demo
 
 test: $(VENV)/.test
-	$(BIN)/pytest -q $(XDIST) --durations=20 -m "not slow"
+	BENCHPROOF_STATEMENT_COVERAGE=sqlite $(BIN)/pytest -q $(XDIST) --durations=20 -m "not slow"
 
 test-slow: $(VENV)/.test
 	$(BIN)/pytest -q $(XDIST) --durations=20 -m slow
@@ -53,7 +53,7 @@ test-slow: $(VENV)/.test
 # A cluster of its own on a free loopback port, stopped and removed afterwards (tests/pgcluster.py);
 # the last line is pytest's summary.
 test-postgres: $(VENV)/.test
-	$(BIN)/python -m tests.pgcluster env BENCHPROOF_TEST_STORE=postgresql $(BIN)/pytest -q $(PG_TESTS)
+	$(BIN)/python -m tests.pgcluster env BENCHPROOF_TEST_STORE=postgresql BENCHPROOF_STATEMENT_COVERAGE=postgresql $(BIN)/pytest -q $(PG_TESTS)
 
 # Every JSON answer and page of the catalog's log against tests/golden/answers-catalog.json.gz
 # (`make test` runs a sample; this is the whole crawl, in GOLDEN_JOBS processes). Regenerate the

@@ -35,11 +35,25 @@ function would join the registry at each call).
 
 from __future__ import annotations
 
+import atexit
+import hashlib
+import os
 import re
 import sys
+from pathlib import Path
 from typing import Literal
 
-__all__ = ["DIALECTS", "REGISTRY", "WORDS", "Dialect", "Statement", "sql"]
+__all__ = [
+    "DIALECTS",
+    "RAN_ENV",
+    "REGISTRY",
+    "WORDS",
+    "Dialect",
+    "Statement",
+    "ran",
+    "sql",
+    "write_ran",
+]
 
 Dialect = Literal["sqlite", "postgresql"]
 DIALECTS: tuple[Dialect, ...] = ("sqlite", "postgresql")
@@ -177,3 +191,38 @@ def sql(
     )
     REGISTRY.append(statement)
     return statement
+
+
+def name_of(statement: Statement) -> str:
+    """A statement's name in every process: the line that defined it and a digest of its text
+    (one line may define several)."""
+    text = f"{statement.sqlite}\0{statement.postgresql}".encode()
+    return f"{statement.where}#{hashlib.sha256(text).hexdigest()[:8]}"
+
+
+def ran() -> set[tuple[Dialect, str]]:
+    """The statements this process sent: (store, ``name_of`` the statement)."""
+    return {
+        (dialect, name_of(statement))
+        for statement in REGISTRY
+        for dialect, sent in zip(DIALECTS, statement.ran, strict=True)
+        if sent
+    }
+
+
+RAN_ENV = "BENCHPROOF_STATEMENTS_RAN"
+"""With this environment variable naming a folder, each process writes there, as it exits,
+which statements it sent (``write_ran``): the test suite's record of every statement run on
+each store, the servers and commands it starts included (``tests/statements.py``)."""
+
+
+def write_ran(folder: Path) -> None:
+    """Write ``ran()`` to a file of its own in ``folder`` (one line per statement)."""
+    lines = sorted(f"{dialect} {where}\n" for dialect, where in ran())
+    if lines:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{os.getpid()}-{id(lines):x}.ran").write_text("".join(lines))
+
+
+if os.environ.get(RAN_ENV):
+    atexit.register(write_ran, Path(os.environ[RAN_ENV]))

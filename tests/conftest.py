@@ -55,3 +55,13 @@ def browser() -> Iterator[Any]:
 # that name their own settings keep them.
 settings.register_profile("benchproof", deadline=None)
 settings.load_profile("benchproof")
+
+
+# Every SQL statement runs on each store (tests/statements.py: make test and make test-postgres).
+from tests.statements import (  # noqa: E402
+    pytest_configure,
+    pytest_sessionfinish,
+    pytest_terminal_summary,
+)
+
+__all__ = ["pytest_configure", "pytest_sessionfinish", "pytest_terminal_summary"]

@@ -66,8 +66,13 @@ class Rows:
             raise failure(exc, self._path) from exc
 
     def __iter__(self) -> Iterator[Any]:
+        return self
+
+    def __next__(self) -> Any:
+        # An iterator, not a generator: one a caller drops unfinished holds no frame that
+        # would read the cursor again when it is collected (after its database closed).
         try:
-            yield from self._cursor
+            return next(self._cursor)
         except sqlite3.Error as exc:
             raise failure(exc, self._path) from exc
 

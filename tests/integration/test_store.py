@@ -4,13 +4,14 @@ tables, checkpoints that cover every entry, and proofs for any sizes."""
 from __future__ import annotations
 
 import base64
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 from events.checkpoints import parse_checkpoint_body
 from events.merkle import leaf_hash, verify_consistency, verify_inclusion
+from events.port import Session
+from events.stores.faults import StatementFailed
 from events.types import ReportFiled
 from keys import open_note
 from service.core.ledger import Ledger
@@ -52,7 +53,7 @@ def test_duplicates_within_one_batch_are_appended_once(ledger: Ledger) -> None:
 def test_a_failing_batch_appends_nothing(ledger: Ledger) -> None:
     size, checkpoint = ledger.store.size, ledger.store.latest_checkpoint()
 
-    def explode(_conn: sqlite3.Connection, _entries: object) -> None:
+    def explode(_conn: Session, _entries: object) -> None:
         raise RuntimeError("projection failed")
 
     with pytest.raises(RuntimeError):
@@ -80,10 +81,10 @@ def test_a_commit_that_fails_leaves_nothing_and_the_store_carries_on(ledger: Led
     )
     size, checkpoint = ledger.store.size, ledger.store.latest_checkpoint()
 
-    def violate_at_commit(session: sqlite3.Connection, _entries: object) -> None:
+    def violate_at_commit(session: Session, _entries: object) -> None:
         session.execute("INSERT INTO child VALUES (42)")
 
-    with pytest.raises(sqlite3.IntegrityError, match="FOREIGN KEY"):
+    with pytest.raises(StatementFailed, match="FOREIGN KEY"):
         ledger.store.append(
             [ledger_pending(e, s) for e, s in _reports(5)],
             sign=ledger.signers.sign_chunks,
@@ -117,7 +118,7 @@ def ledger_pending(event: ReportFiled, subject: str):
 )
 def test_log_tables_are_append_only(ledger: Ledger, statement: str) -> None:
     ledger.append(_reports(4))
-    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+    with pytest.raises(StatementFailed, match="append-only"):
         ledger.store.session.execute(statement)
 
 
