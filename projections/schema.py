@@ -111,10 +111,6 @@ NAMES = TABLES + tuple(ddl.split()[5] for ddl in _INDEXES)
 _CREATE = [sql(ddl) for ddl in _DDL.values()]
 _CREATE_INDEX = [sql(ddl) for ddl in _INDEXES]
 _DROP = [sql(f"DROP TABLE IF EXISTS {table}") for table in TABLES]
-ROWS = {table: sql(f"SELECT * FROM {table}") for table in TABLES}  # noqa: S608
-"""Every row of each table, in no order."""
-COLUMNS = {table: sql(f"SELECT * FROM {table} LIMIT 0") for table in TABLES}  # noqa: S608
-"""No row of each table: its cursor's ``description`` names its columns."""
 INSERT = {table: sql(f"INSERT INTO {table} VALUES ({{marks}})") for table in TABLES}  # noqa: S608
 """A row of each table (``Statement.marks``: one parameter per column)."""
 

@@ -146,7 +146,7 @@ def log_exists(url: str) -> bool:
 
 BEGIN = sql(postgresql="BEGIN")
 BEGIN_IMMEDIATE = sql(sqlite="BEGIN IMMEDIATE")
-_COMMIT = sql("COMMIT")
+_COMMIT = sql(postgresql="COMMIT")
 _MAKING = sql(postgresql="SELECT pg_advisory_xact_lock(hashtext(?))")
 _DURABLE = sql(sqlite="PRAGMA synchronous=FULL")
 _COUNTS = sql(sqlite="PRAGMA synchronous=NORMAL")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
+from pathlib import Path
 
 import events
 import projections
@@ -46,3 +47,17 @@ def test_no_statement_needs_a_translation() -> None:
             assert "?" not in bare, statement
             assert "INSERT OR" not in bare.upper(), statement
             assert "PRAGMA" not in bare.upper(), statement
+
+
+def test_a_fresh_log_holds_no_run_until_one_is_ingested(tmp_path: Path) -> None:
+    """``has_runs`` (what the demo asks before it loads its data) on a real store."""
+    from projections.queries import has_runs
+    from service.app.ingest import ingest
+    from service.core.init import init_data_dir
+    from tests.corpora import shared_file
+
+    ledger, _ = init_data_dir(tmp_path / "d")
+    with ledger:
+        assert not has_runs(ledger.store.session)
+        ingest(ledger, "manifest", [shared_file("seed-manifest.json")])
+        assert has_runs(ledger.store.session)
