@@ -48,6 +48,7 @@ __all__ = ["WriterClient", "WriterUnavailable", "serve_writer"]
 _LENGTH = struct.Struct(">I")
 MAX_FRAME = 64 * 1024 * 1024 + 65536  # a request body's limit, and its envelope
 _REBUILT = ("service.", "events.", "projections.")
+ANSWER_SECONDS = 300.0  # a thread waits this long for the writer's answer, then hears 503
 
 
 class WriterUnavailable(StorageBusy):
@@ -277,13 +278,13 @@ class WriterClient:
         frame = _frame(Submit(request_id, [_wire(p) for p in pending], check))
         sock: socket.socket | None = getattr(self._local, "sock", None)
         try:
-            if sock is None:
-                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                with self._lock:
-                    self._sockets.add(sock)
-                self._local.sock = sock
-                sock.connect(str(self.path))
-            sock.sendall(frame)
+            try:
+                sock = self._sent(sock, frame)
+            except (BrokenPipeError, ConnectionResetError):
+                # This thread's connection was to a writer that is gone (restarted since): the
+                # frame reached nobody, so it is sent once more, on a new connection.
+                self._forget(sock)
+                sock = self._sent(None, frame)
             reply = _REPLY.decode(_receive(sock))
         except OSError as exc:
             self._forget(sock)
@@ -292,6 +293,18 @@ class WriterClient:
             self._forget(sock)
             raise WriterUnavailable("the writer's answer was for another request")
         return _result(reply)
+
+    def _sent(self, sock: socket.socket | None, frame: bytes) -> socket.socket:
+        """``frame`` sent on this thread's connection (a new one when ``sock`` is None)."""
+        if sock is None:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(ANSWER_SECONDS)
+            with self._lock:
+                self._sockets.add(sock)
+            self._local.sock = sock
+            sock.connect(str(self.path))
+        sock.sendall(frame)
+        return sock
 
     def _forget(self, sock: socket.socket | None) -> None:
         if sock is not None:
