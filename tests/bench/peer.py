@@ -26,6 +26,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from eventsourcing.application import Application
+from eventsourcing.domain import Aggregate, event
+
 from events.types import ReportFiled
 from service.core.init import init_data_dir
 from tests.bench.common import RESULTS, line, record
@@ -37,6 +40,14 @@ BATCH = 1000
 ROUNDS = int(os.environ.get("BENCH_PEER_ROUNDS", "3"))
 RUN = "sha256:" + "cd" * 32
 TEXT = "z" * 900
+
+
+class Note(Aggregate):
+    """The peer's aggregate: one event, a ~900-byte text."""
+
+    @event("Written")
+    def __init__(self, text: str) -> None:
+        self.text = text
 
 
 def _threads(n: int, one: Callable[[int], None]) -> float:
@@ -64,13 +75,6 @@ def _threads(n: int, one: Callable[[int], None]) -> float:
 def _theirs(folder: Path) -> tuple[float, float, str]:
     """eventsourcing: single saves/s from ``THREADS`` threads, batched saves/s, and its
     connection's ``PRAGMA synchronous``."""
-    from eventsourcing.application import Application
-    from eventsourcing.domain import Aggregate, event
-
-    class Note(Aggregate):
-        @event("Written")
-        def __init__(self, text: str) -> None:
-            self.text = text
 
     def app(name: str) -> Application:
         env = {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(folder / name)}
