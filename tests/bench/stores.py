@@ -42,7 +42,7 @@ from service.core.ledger import Ledger
 from service.ingest.api import plan_import
 from service.readmodel.asof import resolve_as_of
 from service.readmodel.dossier import short_id
-from tests.bench.attest import CLIENTS, DURATION, _bodies, _post_all
+from tests.bench.attest import CLIENTS, CORES, DURATION, _bodies, _post_all
 from tests.bench.common import record
 from tests.builders import key_registration, signed_event
 from tests.corpora import CATALOG, corpus
@@ -194,9 +194,13 @@ def _warm(url: str, run: str, bodies: list[bytes]) -> None:
 
 @contextlib.contextmanager
 def _servers(folders: dict[str, Path]) -> Iterator[dict[str, str]]:
-    """``benchproof serve`` (one process, rate limits off) on each store's data directory."""
+    """``benchproof serve`` as deployed (``--workers`` one a core, one writer process; rate
+    limits off) on each store's data directory."""
     with contextlib.ExitStack() as stack:
-        yield {store: stack.enter_context(served(f, *NO_LIMITS)) for store, f in folders.items()}
+        yield {
+            store: stack.enter_context(served(f, "--workers", CORES, *NO_LIMITS))
+            for store, f in folders.items()
+        }
 
 
 def _measure(metric: Metric, run: Callable[[str, int], float]) -> None:
