@@ -96,7 +96,6 @@ class PgLog(SqlLog):
         self._raw: psycopg.Connection[Any] | None = conn
         self._closed = False
         self._key = writer_key(schema)
-        self._pipeline: AbstractContextManager[Any] | None = None  # inside a write transaction
 
     # --- opening -----------------------------------------------------------------------------
 
@@ -239,12 +238,6 @@ class PgLog(SqlLog):
         raw = self._begin(_BEGIN)
         try:
             run(raw, _WRITERS, (self._key,))
-            # Pipeline mode for the rest of the transaction: the statements whose results
-            # nobody reads (the INSERTs of the entries, the tree nodes, the projections, the
-            # checkpoint) are sent without waiting for each answer, and travel together with
-            # the next read (a fetch syncs the pipeline) or with the commit.
-            self._pipeline = raw.pipeline()
-            self._pipeline.__enter__()
         except BaseException as exc:
             with contextlib.suppress(psycopg.Error):
                 run(raw, _ROLLBACK)
@@ -255,23 +248,7 @@ class PgLog(SqlLog):
                 ) from None
             raise
 
-    def _settle(self, failed: bool) -> None:
-        """Leave pipeline mode: every statement sent is answered (its error raised, unless the
-        transaction ``failed`` already)."""
-        pipeline, self._pipeline = self._pipeline, None
-        if pipeline is None:
-            return
-        if failed:
-            with contextlib.suppress(psycopg.Error):
-                pipeline.__exit__(None, None, None)
-        else:
-            pipeline.__exit__(None, None, None)
-
-    def _abandon(self) -> None:
-        self._settle(failed=True)
-
     def _commit(self) -> None:
-        self._settle(failed=False)
         raw = self._pg.raw
         if raw.info.transaction_status != psycopg.pq.TransactionStatus.INTRANS:
             # Lost (the server dropped the connection) or aborted (a statement failed and was

@@ -125,7 +125,6 @@ class SqlLog(SqliteReads):
                     # Whatever failed (the block, or COMMIT itself: the database may keep the
                     # transaction open then), nothing of it stays, and the edge is re-read.
                     try:
-                        self._abandon()
                         if self._conn.in_transaction:
                             self._conn.execute(ROLLBACK)
                     finally:
@@ -149,10 +148,6 @@ class SqlLog(SqliteReads):
     def _commit(self) -> None:
         """Commit the write transaction (durably)."""
         raise NotImplementedError
-
-    def _abandon(self) -> None:
-        """Before the rollback of a failed write transaction: undo what ``_start`` set up on
-        the connection besides the transaction (nothing, unless a store says otherwise)."""
 
     def _release(self) -> None:
         """Let the next writer in (after a commit or a rollback)."""

@@ -88,8 +88,9 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
 
 
 def cores() -> int:
-    """The cores this process may run on."""
-    return len(os.sched_getaffinity(0))
+    """The cores this process may run on (``serve --workers``'s default)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
 def _count(text: str) -> int:
@@ -174,20 +175,22 @@ def _run(app: Any, args: argparse.Namespace, processes: str, options: dict[str, 
 class WriterProcess:
     """The writer process of ``serve --workers N`` (``python -m service.commands.writer``), on
     a unix socket in a folder of its own (mode 0700), for the length of a ``with`` block:
-    started before the workers, started again if it dies, stopped (SIGTERM) after them."""
+    started before the workers, started again if it dies, stopped after them (its standard
+    input closed: it ignores the signals a terminal or a service manager sends the group)."""
 
     def __init__(self, data: Path) -> None:
         self.data = data
         self.folder = Path(tempfile.mkdtemp(prefix="benchproof-writer-"))
         self.path = self.folder / "writer.sock"
-        self._stopping = threading.Event()
+        self._stopping = False
+        self._turn = threading.Lock()  # starts and the stop, one at a time
         self._proc: subprocess.Popen[bytes] | None = None
 
     def _start(self) -> None:
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
         command = [sys.executable, "-m", "service.commands.writer", str(self.data), str(self.path)]
-        self._proc = proc = subprocess.Popen(command, stdin=subprocess.DEVNULL)  # noqa: S603 - our own interpreter and module
+        self._proc = proc = subprocess.Popen(command, stdin=subprocess.PIPE)  # noqa: S603 - our own interpreter and module
         deadline = time.monotonic() + 60
         while not self.path.exists():
             if proc.poll() is not None:
@@ -198,17 +201,21 @@ class WriterProcess:
             time.sleep(0.02)
 
     def _watch(self) -> None:
-        while not self._stopping.is_set():
-            assert self._proc is not None  # noqa: S101 - started before the watch
-            code = self._proc.wait()
-            if self._stopping.is_set():
-                return
-            sys.stderr.write(f"benchproof: the writer process exited ({code}); starting another\n")
-            try:
-                self._start()
-            except RuntimeError as exc:
-                sys.stderr.write(f"benchproof: {exc}; trying again in a second\n")
-                time.sleep(1)
+        while True:
+            proc = self._proc
+            assert proc is not None  # noqa: S101 - started before the watch
+            code = proc.wait()
+            with self._turn:
+                if self._stopping:
+                    return
+                sys.stderr.write(
+                    f"benchproof: the writer process exited ({code}); starting another\n"
+                )
+                try:
+                    self._start()
+                except Exception as exc:  # noqa: BLE001 - said, and tried again
+                    sys.stderr.write(f"benchproof: {exc}; trying again in a second\n")
+                    time.sleep(1)
 
     def __enter__(self) -> WriterProcess:
         try:
@@ -220,10 +227,13 @@ class WriterProcess:
         return self
 
     def __exit__(self, *_exc: object) -> None:
-        self._stopping.set()
-        proc = self._proc
+        with self._turn:
+            self._stopping = True
+            proc = self._proc
         if proc is not None and proc.poll() is None:
-            proc.terminate()
+            if proc.stdin is not None:
+                with contextlib.suppress(OSError):
+                    proc.stdin.close()
             try:
                 proc.wait(30)
             except subprocess.TimeoutExpired:

@@ -31,6 +31,7 @@ import os
 import socket
 import struct
 import threading
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -39,22 +40,33 @@ import msgspec
 
 from events.entries import Pending
 from events.port import Appended
-from events.stores.faults import StorageBusy
+from events.stores.faults import StorageBusy, storage_fault
 from service.core.ledger import Ledger
 from service.core.statechecks import StateCheck
 
-__all__ = ["WriterClient", "WriterUnavailable", "serve_writer"]
+__all__ = ["WriterClient", "WriterGone", "WriterUnavailable", "serve_writer"]
 
 _LENGTH = struct.Struct(">I")
 MAX_FRAME = 64 * 1024 * 1024 + 65536  # a request body's limit, and its envelope
-_REBUILT = ("service.", "events.", "projections.")
+_REBUILT = ("service.", "events.", "projections.", "keys.", "verifier.")
 ANSWER_SECONDS = 300.0  # a thread waits this long for the writer's answer, then hears 503
 
 
 class WriterUnavailable(StorageBusy):
-    """The writer process could not be reached, or went away before it answered."""
+    """The writer process could not be reached: the request never reached it."""
 
     public = "The log's writer is restarting: nothing of this request was recorded. Try again."
+
+
+class WriterGone(WriterUnavailable):
+    """The writer took the request and went away (or fell silent) before it answered: the
+    write may be in the log. An attestation, a rerun result or a claim sent again answers the
+    entry the log holds; other writes may be refused as done already."""
+
+    public = (
+        "The log's writer stopped before it answered: this write may have been recorded."
+        " Sending an attestation again is safe (it answers its entry)."
+    )
 
 
 class WirePending(msgspec.Struct, frozen=True, array_like=True):
@@ -159,7 +171,10 @@ async def _answer(ledger: Ledger, submit: Submit, writer: asyncio.StreamWriter) 
         )
         reply = Reply(submit.id, appended, None)
     except Exception as exc:  # noqa: BLE001 - the request's refusal, sent back to it
-        reply = Reply(submit.id, None, wire_error(exc))
+        # A file-system error is the storage fault it is (full, read-only...), as the HTTP
+        # layer of one process would say it.
+        fault = storage_fault(exc, None) if isinstance(exc, OSError) else None
+        reply = Reply(submit.id, None, wire_error(fault or exc))
     if not writer.is_closing():
         writer.write(_frame(reply))
         with contextlib.suppress(ConnectionError):
@@ -224,7 +239,7 @@ class _Connection:
             pass
         finally:
             self.writer.close()
-            gone = WriterUnavailable("the writer process went away before it answered")
+            gone = WriterGone("the writer process went away before it answered")
             for future in self.waiting.values():
                 if not future.done():
                     future.set_exception(gone)
@@ -244,8 +259,7 @@ class WriterClient:
         self._ids = itertools.count(1)
         self._loops: dict[asyncio.AbstractEventLoop, _Connection] = {}
         self._local = threading.local()
-        self._sockets: set[socket.socket] = set()  # every thread's, closed by ``close``
-        self._lock = threading.Lock()
+        self._held: weakref.WeakSet[_Held] = weakref.WeakSet()  # every live thread's
 
     async def submit_async(
         self, pending: Sequence[Pending], check: StateCheck | None
@@ -259,8 +273,13 @@ class WriterClient:
             await connection.writer.drain()
         except (ConnectionError, RuntimeError) as exc:
             connection.waiting.pop(request_id, None)
-            raise WriterUnavailable(f"the writer process could not be reached: {exc}") from None
-        return _result(await future)
+            raise WriterGone(f"the connection to the writer broke: {exc}") from None
+        try:
+            reply = await asyncio.wait_for(future, ANSWER_SECONDS)
+        except TimeoutError:
+            connection.waiting.pop(request_id, None)
+            raise WriterGone(f"the writer did not answer within {ANSWER_SECONDS:.0f} s") from None
+        return _result(reply)
 
     async def _connection(self) -> _Connection:
         loop = asyncio.get_running_loop()
@@ -276,54 +295,70 @@ class WriterClient:
     def submit(self, pending: Sequence[Pending], check: StateCheck | None) -> list[Appended]:
         request_id = next(self._ids)
         frame = _frame(Submit(request_id, [_wire(p) for p in pending], check))
-        sock: socket.socket | None = getattr(self._local, "sock", None)
+        held: _Held | None = getattr(self._local, "held", None)
         try:
+            if held is None:
+                held = self._connect()
             try:
-                sock = self._sent(sock, frame)
+                held.sock.sendall(frame)
             except (BrokenPipeError, ConnectionResetError):
                 # This thread's connection was to a writer that is gone (restarted since): the
                 # frame reached nobody, so it is sent once more, on a new connection.
-                self._forget(sock)
-                sock = self._sent(None, frame)
-            reply = _REPLY.decode(_receive(sock))
+                self._forget(held)
+                held = self._connect()
+                held.sock.sendall(frame)
         except OSError as exc:
-            self._forget(sock)
+            self._forget(held)
             raise WriterUnavailable(f"the writer process could not be reached: {exc}") from None
+        try:
+            reply = _REPLY.decode(_receive(held.sock))
+        except (OSError, msgspec.DecodeError) as exc:
+            self._forget(held)
+            raise WriterGone(f"the writer did not answer: {exc}") from None
         if reply.id != request_id:
-            self._forget(sock)
-            raise WriterUnavailable("the writer's answer was for another request")
+            self._forget(held)
+            raise WriterGone("the writer's answer was for another request")
         return _result(reply)
 
-    def _sent(self, sock: socket.socket | None, frame: bytes) -> socket.socket:
-        """``frame`` sent on this thread's connection (a new one when ``sock`` is None)."""
-        if sock is None:
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    def _connect(self) -> _Held:
+        """A new connection for this thread (kept while the thread lives)."""
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
             sock.settimeout(ANSWER_SECONDS)
-            with self._lock:
-                self._sockets.add(sock)
-            self._local.sock = sock
             sock.connect(str(self.path))
-        sock.sendall(frame)
-        return sock
-
-    def _forget(self, sock: socket.socket | None) -> None:
-        if sock is not None:
+        except OSError:
             sock.close()
-            with self._lock:
-                self._sockets.discard(sock)
-        self._local.sock = None
+            raise
+        held = _Held(sock)
+        self._held.add(held)
+        self._local.held = held
+        return held
+
+    def _forget(self, held: _Held | None) -> None:
+        if held is not None:
+            held.sock.close()
+            self._held.discard(held)
+        self._local.held = None
 
     def close(self) -> None:
         """Close every thread's connection and every loop's."""
-        with self._lock:
-            sockets, self._sockets = self._sockets, set()
-        for sock in sockets:
-            sock.close()
-        self._local.sock = None
+        for held in list(self._held):
+            held.sock.close()
+        self._held = weakref.WeakSet()
+        self._local = threading.local()
         for connection in self._loops.values():
             with contextlib.suppress(RuntimeError):
                 connection.writer.close()
         self._loops.clear()
+
+
+class _Held:
+    """One thread's connection. Kept in the thread's ``threading.local``: when the thread ends
+    (a server's worker threads retire when idle), the holder goes and its socket is closed."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        weakref.finalize(self, sock.close)
 
 
 def _receive(sock: socket.socket) -> bytes:

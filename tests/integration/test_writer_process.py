@@ -27,7 +27,14 @@ from service.commands.attest import statement
 from service.core.init import init_data_dir
 from service.core.ledger import Ledger
 from service.core.statechecks import StateCheck, bind, check_of
-from service.core.writer import WriterClient, WriterUnavailable, error_of, serve_writer, wire_error
+from service.core.writer import (
+    WriterClient,
+    WriterGone,
+    WriterUnavailable,
+    error_of,
+    serve_writer,
+    wire_error,
+)
 from service.web.problems import to_problem
 from tests.builders import bundle, ingest_event, key_registration, signed_event
 from tests.servers import run_cli, served
@@ -225,3 +232,37 @@ def _writer_of(data: Path) -> int:
                 return int(proc.name)
         time.sleep(0.05)
     raise AssertionError("no writer process")
+
+
+def test_a_writer_that_goes_silent_after_the_request_says_it_may_be_recorded(
+    tmp_path: Path,
+) -> None:
+    """A writer that took the frame and closed without answering: the worker cannot know
+    whether it committed, and says so (not "nothing was recorded")."""
+    import socket
+
+    path = tmp_path / "silent.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen()
+
+    def take_and_close() -> None:
+        for _ in range(2):
+            conn, _ = server.accept()
+            conn.recv(1 << 16)
+            conn.close()
+
+    taker = threading.Thread(target=take_and_close)
+    taker.start()
+    client = WriterClient(path)
+    try:
+        with pytest.raises(WriterGone) as sync_gone:
+            client.submit([], None)
+        with pytest.raises(WriterGone):
+            asyncio.run(client.submit_async([], None))
+    finally:
+        client.close()
+        taker.join(10)
+        server.close()
+    problem = to_problem(sync_gone.value)
+    assert problem.status_code == 503 and "may have been recorded" in str(problem.detail)
