@@ -23,10 +23,12 @@ SECTIONS = [
     "stores",
     "peer",
     "servers",
+    "roundtrips",
 ]
 # Groups name several sections at once. ``write``: every section of the write path (issue 27):
-# the attestation posts, the ingest, both stores, the peer library and the HTTP servers.
-GROUPS = {"write": ["attest", "ingest", "stores", "peer", "servers"]}
+# the attestation posts, the ingest, both stores, the peer library, the HTTP servers and
+# PostgreSQL's round trips.
+GROUPS = {"write": ["attest", "ingest", "stores", "peer", "servers", "roundtrips"]}
 
 
 def _machine() -> dict[str, object]:
