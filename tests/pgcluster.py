@@ -152,8 +152,9 @@ def _make_folder() -> Path:
     return folder
 
 
-def _start(bindir: Path, folder: Path, data: Path) -> int:
-    """Starts the server on a free loopback port and returns the port."""
+def _start(bindir: Path, folder: Path, data: Path, extra: Sequence[str] = ()) -> int:
+    """Starts the server on a free loopback port, with the settings ``extra`` (``name=value``)
+    besides ours, and returns the port."""
     attempt = 1
     while True:
         port = free_port()
@@ -164,6 +165,7 @@ def _start(bindir: Path, folder: Path, data: Path) -> int:
             "-c max_connections=200",
             "-c fsync=on",
             "-c synchronous_commit=on",
+            *(f"-c {shlex.quote(setting)}" for setting in extra),
         ]
         log = str(folder / "server.log")
         command = _as_server(bindir, "pg_ctl", "start", "-w", "-D", str(data), "-l", log)
@@ -194,9 +196,10 @@ def _stop(bindir: Path, folder: Path, data: Path) -> None:
 
 
 @contextmanager
-def cluster() -> Iterator[str]:
+def cluster(*settings: str) -> Iterator[str]:
     """A running throwaway cluster for the length of the block; yields the URL of its
-    ``benchproof`` database (``postgresql://postgres@127.0.0.1:PORT/benchproof``).
+    ``benchproof`` database (``postgresql://postgres@127.0.0.1:PORT/benchproof``). Each of
+    ``settings`` (``name=value``) is passed to the server as a ``-c`` option.
 
     Raises:
         ClusterError: PostgreSQL could not be installed, or the cluster could not be created,
@@ -209,7 +212,7 @@ def cluster() -> Iterator[str]:
         say(f"initdb in {data}")
         initdb = ["-D", str(data), "--auth=trust", "--no-locale", "-E", "UTF8", "-U", SUPERUSER]
         _server_run(folder, _as_server(bindir, "initdb", *initdb), "initdb")
-        port = _start(bindir, folder, data)
+        port = _start(bindir, folder, data, settings)
         say(f"started on 127.0.0.1:{port} (socket in {folder})")
         createdb = [str(bindir / "createdb"), "-h", "127.0.0.1", "-p", str(port)]
         _server_run(folder, [*createdb, "-U", SUPERUSER, DATABASE], "createdb")

@@ -42,7 +42,9 @@ def run_cli(
 
 # The line ``benchproof serve`` prints once its socket is bound: with ``--port 0`` it names the
 # port the system picked (service/commands/serve.py).
-SERVING = re.compile(r"^benchproof: serving .* on (http://\S+?)(?: with \d+ processes)?$", re.M)
+SERVING = re.compile(
+    r"^benchproof: serving .* on (http://\S+?)(?: with \d+ processes(?: and one writer)?)?$", re.M
+)
 
 
 @contextmanager
@@ -56,8 +58,12 @@ def closed_port() -> Iterator[int]:
 
 def serve_command(data: Path, *options: object) -> list[str]:
     """``benchproof serve --data data --host 127.0.0.1 --port 0`` and ``options``: the system
-    picks the port and the server names it (``SERVING``, read by ``wait_served``)."""
+    picks the port and the server names it (``SERVING``, read by ``wait_served``). One process
+    unless ``options`` ask for more (``--workers N``): the suite runs many servers at once, and
+    the tests of the writer process ask for it."""
     command = [SCRIPT, "serve", "--data", data, "--host", "127.0.0.1", "--port", 0, *options]
+    if "--workers" not in map(str, options):
+        command += ["--workers", 1]
     return list(map(str, command))
 
 

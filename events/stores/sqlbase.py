@@ -80,6 +80,11 @@ class SqlLog(SqliteReads):
         self._doomed = False
         self._due: tuple[NoteSigner, datetime] | None = None  # a checkpoint to sign at commit
         self.on_rollback: list[Callable[[], None]] = []  # told when a transaction is undone
+        # Inside a write transaction, under the writers' lock, only this handle appends: the
+        # stored size and the last recording time are read once and then followed, not asked
+        # again at every check (one round trip each on PostgreSQL). Forgotten when it ends.
+        self._held_size: int | None = None
+        self._held_recorded: str | None = None
 
     @property
     def session(self) -> Any:
@@ -115,6 +120,7 @@ class SqlLog(SqliteReads):
                 committed = True
             finally:
                 self._depth, self._due = 0, None
+                self._held_size = self._held_recorded = None
                 if not committed:
                     # Whatever failed (the block, or COMMIT itself: the database may keep the
                     # transaction open then), nothing of it stays, and the edge is re-read.
@@ -266,13 +272,31 @@ class SqlLog(SqliteReads):
             appended.update(e.payload_digest for e in stored)
             if progress is not None:
                 progress(len(chunk))
+        self._held_size, self._held_recorded = edge.size, recorded_at
         return appended
 
     def _insert(
         self, rows: Sequence[tuple[object, ...]], nodes: Sequence[tuple[int, bytes]]
     ) -> None:
+        self._held_size = self._held_recorded = None  # asked again after a write
         self._conn.executemany(_INSERT_ENTRY, rows)
         self._conn.executemany(_INSERT_NODE, nodes)
+
+    def _stored_size(self) -> int:
+        if self._depth and self._held_size is not None:
+            return self._held_size
+        size = super()._stored_size()
+        if self._depth:
+            self._held_size = size
+        return size
+
+    def _last_recorded(self) -> str:
+        if self._depth and self._held_recorded is not None:
+            return self._held_recorded
+        recorded = super()._last_recorded()
+        if self._depth:
+            self._held_recorded = recorded
+        return recorded
 
     def _sign_checkpoint(self, sign_checkpoint: NoteSigner, now: datetime) -> None:
         """Sign and store a checkpoint of the current edge, inside the caller's transaction."""

@@ -28,7 +28,7 @@ from projections.queries.keys import (
 )
 from projections.queries.lookups import (
     known_manifests,
-    latest_for_row,
+    latest_for_rows,
     registered_sources,
     run_exists,
 )
@@ -85,7 +85,7 @@ __all__ = [
     "keyring",
     "keys_version",
     "known_manifests",
-    "latest_for_row",
+    "latest_for_rows",
     "leader_history",
     "list_runs",
     "manifest",

@@ -6,12 +6,14 @@ from __future__ import annotations
 from events.port import Session
 from events.statements import Statement, sql
 
-__all__ = ["known_manifests", "latest_for_row", "registered_sources", "run_exists"]
+__all__ = ["known_manifests", "latest_for_rows", "registered_sources", "run_exists"]
 
 
 _MANIFESTS = sql("SELECT digest FROM p_manifests WHERE digest IN ({marks})")
 _RUNS = sql("SELECT run_digest FROM p_runs WHERE valid_to IS NULL AND run_digest IN ({marks})")
-_LATEST = sql("SELECT run_digest FROM p_rowkeys WHERE row_key = ? ORDER BY valid_from DESC LIMIT 1")
+_LATEST = sql(
+    "SELECT row_key, run_digest FROM p_rowkeys WHERE row_key IN ({marks}) ORDER BY row_key, valid_from"
+)
 _SOURCES = sql("SELECT source FROM p_sources")
 
 
@@ -34,10 +36,15 @@ def run_exists(conn: Session, digests: list[str]) -> set[str]:
     return _present(conn, _RUNS, digests)
 
 
-def latest_for_row(conn: Session, row_key: str) -> str | None:
-    """The newest run ingested from the source row ``row_key``, if any."""
-    row = conn.execute(_LATEST, (row_key,)).fetchone()
-    return None if row is None else str(row[0])
+def latest_for_rows(conn: Session, row_keys: list[str]) -> dict[str, str]:
+    """The newest run ingested from each of the source rows ``row_keys`` that produced one
+    (500 at a time: one query each, not one a row)."""
+    latest: dict[str, str] = {}
+    for i in range(0, len(row_keys), 500):
+        chunk = row_keys[i : i + 500]
+        for row_key, run in conn.execute(_LATEST.marks(len(chunk)), chunk):
+            latest[str(row_key)] = str(run)  # ordered by position: the last is the newest
+    return latest
 
 
 def registered_sources(conn: Session) -> set[str]:

@@ -32,7 +32,7 @@ from keys import VerifyingKey
 from projections import queries
 from projections.errors import UnknownRun
 from service.app.cursors import one_page, position_after
-from service.app.keys import Admit, SignedBody, check_signature, read_envelope
+from service.app.keys import Admit, check_signature, read_envelope
 from service.app.log import Proof, latest_checkpoint
 from service.app.statements import (
     KINDS,
@@ -48,6 +48,7 @@ from service.app.statements import (
     statement_of,
 )
 from service.core.logs import OpenedLog
+from service.core.statechecks import StateCheck, check_of, state_check
 from service.errors import NotFound, ServiceError
 
 __all__ = [
@@ -119,9 +120,8 @@ class Posting(NamedTuple):
     new: bool
 
 
-def _attester(keys: Mapping[str, KeyView], signed: SignedBody, size: int) -> VerifyingKey:
+def _attester(keys: Mapping[str, KeyView], keyid: str, size: int) -> VerifyingKey:
     """The attester's key, if the authority lets it post the entry at ``size`` (the next)."""
-    keyid = signed.signature.keyid
     refused = refusal("attestation.posted.v1", keyid, keys, size)
     if refused is not None and refused.rule == "role":
         raise RoleMayNotAttest(f"a {refused.role} key may not post attestations", keyId=keyid)
@@ -139,7 +139,7 @@ class _Checked(NamedTuple):
 
     pending: Pending
     attester: str
-    still_valid: Callable[[Session], None]
+    still_valid: StateCheck
     known: tuple[str, int] | None  # (entry id, position) when the log holds it already
 
 
@@ -147,10 +147,10 @@ def _check(ledger: OpenedLog, ref: str, body: bytes, reads: SqlLog) -> _Checked:
     signed = read_envelope(body, INTOTO_PAYLOAD_TYPE)
     if len(signed.payload) > MAX_STATEMENT_BYTES:
         raise InvalidStatement(f"the statement is over {MAX_STATEMENT_BYTES} bytes")
-    conn, store = reads.session, ledger.store
+    conn = reads.session
     digest = queries.resolve_run(conn, ref)
     size = queries.current_size(conn)
-    check_signature(signed, _attester(ledger.keyring(conn), signed, size))
+    check_signature(signed, _attester(ledger.keyring(conn), signed.signature.keyid, size))
     subject, _ = read_statement(signed.payload)
     if subject != digest:
         try:
@@ -171,13 +171,15 @@ def _check(ledger: OpenedLog, ref: str, body: bytes, reads: SqlLog) -> _Checked:
         payload_type=INTOTO_PAYLOAD_TYPE,
         envelope=signed.raw,
     )
-
-    def still_valid(_session: Session) -> None:
-        """Checked again in the append's transaction, at the entry's own position: the key may
-        have been revoked since."""
-        _attester(ledger.projections.keyring(), signed, store.refresh())
-
+    still_valid = check_of(attester_still_valid, keyid)
     return _Checked(pending, keyid, still_valid, next(iter(known.items())) if known else None)
+
+
+@state_check
+def attester_still_valid(ledger: OpenedLog, _session: Session, keyid: str) -> None:
+    """Checked again in the append's transaction, at the entry's own position: the key may have
+    been revoked since."""
+    _attester(ledger.projections.keyring(), keyid, ledger.store.refresh())
 
 
 def receipt(ledger: OpenedLog, reads: SqlLog, entry_id: str, seq: int, new: bool) -> Posting:

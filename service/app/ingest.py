@@ -92,8 +92,8 @@ class LogHoldings:
     def runs(self, digests: Sequence[str]) -> set[str]:
         return queries.run_exists(self._session, list(digests))
 
-    def latest_of_row(self, row_key: str) -> str | None:
-        return queries.latest_for_row(self._session, row_key)
+    def latest_of_rows(self, row_keys: Sequence[str]) -> dict[str, str]:
+        return queries.latest_for_rows(self._session, list(row_keys))
 
     def sources(self) -> set[str]:
         return queries.registered_sources(self._session)

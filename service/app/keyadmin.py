@@ -28,6 +28,7 @@ from projections import queries
 from service.app.keys import Admit, KeyMismatch, SignedBody, check_signature, read_envelope
 from service.core.ledger import pending_of
 from service.core.logs import OpenedLog
+from service.core.statechecks import check_of, state_check
 from service.errors import NotFound, ServiceError, UsageError
 
 __all__ = [
@@ -214,12 +215,15 @@ def grant_role(ledger: OpenedLog, key_id: str, body: bytes) -> Recorded:
     with ledger.store.snapshot() as conn:
         _community(queries.keyring(conn), key_id, ledger.store.refresh(), role)
     pending = pending_of(event, key_id)
-
-    def still_community(session: Session) -> None:
-        _community(ledger.projections.keyring(), key_id, ledger.store.refresh(), role)
-
-    appended = ledger.writer().append_pending([pending], check=still_community)[0]
+    check = check_of(still_community, key_id, role)
+    appended = ledger.writer().append_pending([pending], check=check)[0]
     return Recorded(appended.payloadDigest, appended.seq)
+
+
+@state_check
+def still_community(ledger: OpenedLog, _session: Session, key_id: str, role: str) -> None:
+    """Again in the append's transaction: the key is still a community key, valid."""
+    _community(ledger.projections.keyring(), key_id, ledger.store.refresh(), role)
 
 
 def _community(keys: Mapping[str, KeyView], key_id: str, size: int, role: str) -> None:
@@ -229,9 +233,12 @@ def _community(keys: Mapping[str, KeyView], key_id: str, size: int, role: str) -
 
 def _append(ledger: OpenedLog, pending: Pending, key_id: str) -> Recorded:
     """Append a revocation of ``key_id`` if the key is still valid inside the transaction."""
-
-    def still_valid(session: Session) -> None:
-        _managed(ledger.projections.keyring(), key_id, ledger.store.refresh())
-
-    appended = ledger.writer().append_pending([pending], check=still_valid)[0]
+    check = check_of(still_managed, key_id)
+    appended = ledger.writer().append_pending([pending], check=check)[0]
     return Recorded(appended.payloadDigest, appended.seq)
+
+
+@state_check
+def still_managed(ledger: OpenedLog, _session: Session, key_id: str) -> None:
+    """Again in the append's transaction: the key is still valid and not protected."""
+    _managed(ledger.projections.keyring(), key_id, ledger.store.refresh())

@@ -32,6 +32,7 @@ from keys import KeyringError, Signature, VerificationError, VerifyingKey, pae
 from keys.notekeys import valid_key_name
 from projections.queries import keyring
 from service.core.logs import OpenedLog
+from service.core.statechecks import check_of, state_check
 from service.errors import ServiceError, UsageError
 from service.shared.challenges import Challenge, Challenges
 
@@ -263,13 +264,19 @@ def _public_key(event: KeyRegistered, keyid: str) -> VerifyingKey:
     return key
 
 
-def _check_new(keys: Mapping[str, KeyView], event: KeyRegistered, size: int) -> None:
-    if event.keyId in keys:
-        raise KeyAlreadyRegistered("the log already holds this key", keyId=event.keyId)
-    folded = event.name.casefold()
+def _check_new(keys: Mapping[str, KeyView], key_id: str, name: str, size: int) -> None:
+    if key_id in keys:
+        raise KeyAlreadyRegistered("the log already holds this key", keyId=key_id)
+    folded = name.casefold()
     for key in keys.values():
         if key.valid_at(size) and key.name.casefold() == folded:
-            raise NameTaken(f"a valid key is already named {key.name!r}", name=event.name)
+            raise NameTaken(f"a valid key is already named {key.name!r}", name=name)
+
+
+@state_check
+def still_new(ledger: OpenedLog, _session: Session, key_id: str, name: str) -> None:
+    """Checked again in the append's transaction: another may have taken the name."""
+    _check_new(ledger.projections.keyring(), key_id, name, ledger.store.refresh())
 
 
 def register_key(ledger: OpenedLog, body: bytes, *, admit: Admit) -> Registered:
@@ -292,7 +299,7 @@ def register_key(ledger: OpenedLog, body: bytes, *, admit: Admit) -> Registered:
     admit(event.keyId)
     store = ledger.store
     with store.snapshot() as conn:
-        _check_new(keyring(conn), event, store.refresh())
+        _check_new(keyring(conn), event.keyId, event.name, store.refresh())
     # Used before the append: a used challenge is never used again, even if the append fails.
     challenges.use(challenge, event.keyId, ledger.clock())
     pending = Pending(
@@ -301,10 +308,6 @@ def register_key(ledger: OpenedLog, body: bytes, *, admit: Admit) -> Registered:
         payload=signed.payload,
         envelope=signed.raw,
     )
-
-    def still_new(session: Session) -> None:
-        """Checked again in the append's transaction: another may have taken the name."""
-        _check_new(ledger.projections.keyring(), event, store.refresh())
-
-    appended = ledger.writer().append_pending([pending], check=still_new)[0]
+    check = check_of(still_new, event.keyId, event.name)
+    appended = ledger.writer().append_pending([pending], check=check)[0]
     return Registered(event.keyId, event.name, event.role, appended.seq)

@@ -22,7 +22,7 @@ from events.entries import EVENT_PAYLOAD_TYPE, Pending
 from events.keyring import KeyView
 from events.port import Session
 from events.strictjson import check_strict_json
-from events.types import AttestationHidden, AttestationWithdrawn, ReportResolved
+from events.types import EVENT_DECODER, AttestationHidden, AttestationWithdrawn, ReportResolved
 from keys import VerifyingKey
 from projections import queries
 from service.app.attest import RoleMayNotAttest, UnknownAttestation
@@ -38,6 +38,7 @@ from service.app.keyadmin import (
 from service.app.keys import Admit, check_signature, read_envelope
 from service.core.ledger import pending_of
 from service.core.logs import OpenedLog
+from service.core.statechecks import check_of, state_check
 from service.errors import NotFound, ServiceError, UsageError
 
 __all__ = [
@@ -120,13 +121,21 @@ def withdraw_attestation(
         payload=signed.payload,
         envelope=signed.raw,
     )
-
-    def still_possible(session: Session) -> None:
-        _withdrawer(ledger.projections.keyring(), event, keyid, state.attester, store.refresh())
-        _not_withdrawn(session, attestation_id)
-
-    appended = ledger.writer().append_pending([pending], check=still_possible)[0]
+    check = check_of(still_withdrawable, signed.payload, keyid, state.attester)
+    appended = ledger.writer().append_pending([pending], check=check)[0]
     return Recorded(appended.payloadDigest, appended.seq)
+
+
+@state_check
+def still_withdrawable(
+    ledger: OpenedLog, session: Session, payload: bytes, keyid: str, attester: str
+) -> None:
+    """Again in the append's transaction: the attester's key may sign the withdrawal (``payload``:
+    the event, checked to be exactly its encoding before), and it is not withdrawn yet."""
+    event = EVENT_DECODER.decode(payload)
+    assert isinstance(event, AttestationWithdrawn)  # noqa: S101 - checked before it was sent
+    _withdrawer(ledger.projections.keyring(), event, keyid, attester, ledger.store.refresh())
+    _not_withdrawn(session, event.attestationId)
 
 
 def _withdrawer(
@@ -154,6 +163,12 @@ def _not_the_attester(attester: str) -> NotTheAttester:
     )
 
 
+@state_check
+def still_not_hidden(_ledger: OpenedLog, session: Session, attestation_id: str) -> None:
+    """Again in the append's transaction: nobody hid the attestation meanwhile."""
+    _not_hidden(session, attestation_id)
+
+
 def _not_hidden(conn: Session, attestation_id: str) -> None:
     if _state(conn, attestation_id).hidden:
         raise AlreadyHidden("the attestation was hidden already", id=attestation_id)
@@ -172,8 +187,7 @@ def hide_attestation(ledger: OpenedLog, attestation_id: str, body: bytes) -> Rec
         _not_hidden(conn, attestation_id)
     event = AttestationHidden(attestationId=attestation_id, reason=reason)
     appended = ledger.writer().append_pending(
-        [pending_of(event, attestation_id)],
-        check=lambda session: _not_hidden(session, attestation_id),
+        [pending_of(event, attestation_id)], check=check_of(still_not_hidden, attestation_id)
     )[0]
     return Recorded(appended.payloadDigest, appended.seq)
 
@@ -184,6 +198,12 @@ class _Resolve(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 _RESOLVE = msgspec.json.Decoder(_Resolve)
+
+
+@state_check
+def still_open(_ledger: OpenedLog, session: Session, report_id: str) -> None:
+    """Again in the append's transaction: nobody resolved the report meanwhile."""
+    _open(session, report_id)
 
 
 def _open(conn: Session, report_id: str) -> None:
@@ -218,6 +238,6 @@ def resolve_report(ledger: OpenedLog, report_id: str, body: bytes) -> Recorded:
     with ledger.store.snapshot() as conn:
         _open(conn, report_id)
     appended = ledger.writer().append_pending(
-        [pending_of(event, report_id)], check=lambda session: _open(session, report_id)
+        [pending_of(event, report_id)], check=check_of(still_open, report_id)
     )[0]
     return Recorded(appended.payloadDigest, appended.seq)

@@ -56,6 +56,7 @@ from service.app.rerunlist import (
 )
 from service.core.ledger import pending_of
 from service.core.logs import OpenedLog
+from service.core.statechecks import check_of, state_check
 from service.errors import ServiceError, UsageError
 from service.harness.environment import matches
 
@@ -199,16 +200,19 @@ def claim_rerun(
             f"leaseUntil must be an RFC 3339 instant after now and at most {MAX_LEASE} away"
         )
     _same_environment(view, event.environment)
-
-    def still_claimable(session: Session) -> None:
-        _rerunner(ledger.projections.keyring(), _CLAIM, keyid, ledger.store.refresh())
-        _claimable(found_request(session, request_id)[1], keyid, _instant(ledger))
-
     pending = Pending(
         type=_CLAIM, subject=view.runDigest, payload=signed.payload, envelope=signed.raw
     )
-    appended = ledger.writer().append_pending([pending], check=still_claimable)[0]
+    check = check_of(still_claimable, keyid, request_id)
+    appended = ledger.writer().append_pending([pending], check=check)[0]
     return Recorded(appended.payloadDigest, appended.seq), appended.new
+
+
+@state_check
+def still_claimable(ledger: OpenedLog, session: Session, keyid: str, request_id: str) -> None:
+    """Again in the append's transaction: the key, and that the request is open and unleased."""
+    _rerunner(ledger.projections.keyring(), _CLAIM, keyid, ledger.store.refresh())
+    _claimable(found_request(session, request_id)[1], keyid, _instant(ledger))
 
 
 def _claimable(request: RerunRequest, keyid: str, now: str) -> None:
@@ -277,15 +281,11 @@ def complete_rerun(ledger: OpenedLog, request_id: str, body: bytes, reads: SqlLo
             f"the statement is about {event.runDigest}, not the requested run {view.runDigest}"
         )
     _answerable(request, keyid)
-    _enough(conn, view, event)
+    _enough(conn, view.comparabilityFamily, len(event.samples))
     _same_environment(view, event.environment)
-
-    def still_answerable(session: Session) -> None:
-        """Again in the append's transaction: the key, the claim, and the policy in force
-        (another batch of the same commit may have changed it)."""
-        _rerunner(ledger.projections.keyring(), _RESULT, keyid, ledger.store.refresh())
-        _answerable(found_request(session, request_id)[1], keyid)
-        _enough(session, view, event)
+    check = check_of(
+        still_answerable, keyid, request_id, view.comparabilityFamily, len(event.samples)
+    )
 
     pending = Pending(
         type=_RESULT,
@@ -294,16 +294,30 @@ def complete_rerun(ledger: OpenedLog, request_id: str, body: bytes, reads: SqlLo
         payload_type=INTOTO_PAYLOAD_TYPE,
         envelope=signed.raw,
     )
-    appended = ledger.writer().append_pending([pending], check=still_answerable)[0]
+    appended = ledger.writer().append_pending([pending], check=check)[0]
     return receipt(ledger, reads, appended.payloadDigest, appended.seq, appended.new)
 
 
-def _enough(conn: Session, view: RunView, event: RerunCompletedV2) -> None:
-    needed = queries.tolerance_policy(conn).of(view.comparabilityFamily).minSamples
-    if len(event.samples) < needed:
-        raise InvalidResult(
-            f"{len(event.samples)} samples: the tolerance policy asks for at least {needed}"
-        )
+@state_check
+def still_answerable(
+    ledger: OpenedLog,
+    session: Session,
+    keyid: str,
+    request_id: str,
+    family: str | None,
+    samples: int,
+) -> None:
+    """Again in the append's transaction: the key, the claim, and the policy in force (another
+    batch of the same commit may have changed it)."""
+    _rerunner(ledger.projections.keyring(), _RESULT, keyid, ledger.store.refresh())
+    _answerable(found_request(session, request_id)[1], keyid)
+    _enough(session, family, samples)
+
+
+def _enough(conn: Session, family: str | None, samples: int) -> None:
+    needed = queries.tolerance_policy(conn).of(family).minSamples
+    if samples < needed:
+        raise InvalidResult(f"{samples} samples: the tolerance policy asks for at least {needed}")
 
 
 def _answerable(request: RerunRequest, keyid: str) -> None:

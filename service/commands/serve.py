@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import ipaddress
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -64,10 +71,11 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--workers",
         type=_workers,
-        default=1,
+        default=None,
         metavar="N",
-        help="server processes sharing the port and the data directory (default 1); each "
-        "checks requests on its own core, and one at a time appends to the log",
+        help="server processes sharing the port (default: one a core, here "
+        f"{cores()}); each checks requests on its own core, and one writer process commits "
+        "their writes to the log, in order (1: all in this process)",
     )
     p.set_defaults(handler=_serve)
 
@@ -77,6 +85,12 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
     p = tsub.add_parser("create", parents=[common], help="create a token and print it once")
     p.add_argument("name")
     p.set_defaults(handler=_token)
+
+
+def cores() -> int:
+    """The cores this process may run on (``serve --workers``'s default)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
 def _count(text: str) -> int:
@@ -99,9 +113,7 @@ def _address(text: str) -> str:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
-    from service.core.ledger import open_log
+    from service.core.ledger import Ledger, open_log
     from service.web.app import create_app
 
     if args.demo:
@@ -122,23 +134,35 @@ def _serve(args: argparse.Namespace) -> int:
         trusted_proxies=tuple(args.trusted_proxies),
         public_url=args.public_url,
     )
+    workers = args.workers or cores()
     options: dict[str, Any] = {"log_level": "warning", "access_log": False}
-    if args.workers > 1:
-        # Each worker process builds its own app from the settings (``app_from_environment``);
-        # the log's writes serialise across them in the database.
-        from service.web.app import SETTINGS_VARIABLE
-
-        open_log(args.data).close()  # a missing or unusable data directory fails here, once
-        os.environ[SETTINGS_VARIABLE] = msgspec.json.encode(settings, enc_hook=str).decode()
-        app: Any = "service.web.app:app_from_environment"
-        options |= {"factory": True, "workers": args.workers}
-        processes = f" with {args.workers} processes"
-    else:
-        app = create_app(settings)
+    if workers == 1:
+        app: Any = create_app(settings)
         # What is alive now (code, the app, caches' scaffolding) lives as long as the process:
         # moving it out of the collector's generations keeps its pauses short under load.
         gc.freeze()
-        processes = ""
+        return _run(app, args, "", options)
+    # Each worker process builds its own app from the settings (``app_from_environment``) and
+    # checks its requests on its own core; one writer process commits their writes in order.
+    from service.web.app import SETTINGS_VARIABLE
+
+    opened = open_log(args.data)  # a missing or unusable data directory fails here, once
+    own_log = isinstance(opened, Ledger)
+    opened.close()
+    options |= {"factory": True, "workers": workers}
+    app = "service.web.app:app_from_environment"
+    if not own_log:  # a mirror takes no writes: no writer
+        os.environ[SETTINGS_VARIABLE] = msgspec.json.encode(settings, enc_hook=str).decode()
+        return _run(app, args, f" with {workers} processes", options)
+    with WriterProcess(args.data) as writer:
+        settings = msgspec.structs.replace(settings, writer=str(writer.path))
+        os.environ[SETTINGS_VARIABLE] = msgspec.json.encode(settings, enc_hook=str).decode()
+        return _run(app, args, f" with {workers} processes and one writer", options)
+
+
+def _run(app: Any, args: argparse.Namespace, processes: str, options: dict[str, Any]) -> int:
+    import uvicorn
+
     if args.port == 0:
         return _serve_on_a_picked_port(app, args, processes, options)
     sys.stderr.write(
@@ -146,6 +170,76 @@ def _serve(args: argparse.Namespace) -> int:
     )
     uvicorn.run(app, host=args.host, port=args.port, **options)
     return 0
+
+
+class WriterProcess:
+    """The writer process of ``serve --workers N`` (``python -m service.commands.writer``), on
+    a unix socket in a folder of its own (mode 0700), for the length of a ``with`` block:
+    started before the workers, started again if it dies, stopped after them (its standard
+    input closed: it ignores the signals a terminal or a service manager sends the group)."""
+
+    def __init__(self, data: Path) -> None:
+        self.data = data
+        self.folder = Path(tempfile.mkdtemp(prefix="benchproof-writer-"))
+        self.path = self.folder / "writer.sock"
+        self._stopping = False
+        self._turn = threading.Lock()  # starts and the stop, one at a time
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def _start(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+        command = [sys.executable, "-m", "service.commands.writer", str(self.data), str(self.path)]
+        self._proc = proc = subprocess.Popen(command, stdin=subprocess.PIPE)  # noqa: S603 - our own interpreter and module
+        deadline = time.monotonic() + 60
+        while not self.path.exists():
+            if proc.poll() is not None:
+                raise RuntimeError(f"the writer process exited with {proc.returncode}")
+            if time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError("the writer process did not start within 60 s")
+            time.sleep(0.02)
+
+    def _watch(self) -> None:
+        while True:
+            proc = self._proc
+            assert proc is not None  # noqa: S101 - started before the watch
+            code = proc.wait()
+            with self._turn:
+                if self._stopping:
+                    return
+                sys.stderr.write(
+                    f"benchproof: the writer process exited ({code}); starting another\n"
+                )
+                try:
+                    self._start()
+                except Exception as exc:  # noqa: BLE001 - said, and tried again
+                    sys.stderr.write(f"benchproof: {exc}; trying again in a second\n")
+                    time.sleep(1)
+
+    def __enter__(self) -> WriterProcess:
+        try:
+            self._start()
+        except BaseException:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            raise
+        threading.Thread(target=self._watch, name="writer-watch", daemon=True).start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        with self._turn:
+            self._stopping = True
+            proc = self._proc
+        if proc is not None and proc.poll() is None:
+            if proc.stdin is not None:
+                with contextlib.suppress(OSError):
+                    proc.stdin.close()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def _serve_on_a_picked_port(

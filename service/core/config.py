@@ -154,3 +154,4 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     public_url: str = ""
     limits: Limits = msgspec.field(default_factory=Limits)
     trusted_proxies: tuple[str, ...] = ()
+    writer: str = ""  # the writer process's unix socket (serve --workers N), or in process

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Protocol
 
 import msgspec
 
@@ -31,9 +32,35 @@ from service.core.groupcommit import GroupCommit, Request
 from service.core.logs import Clock, OpenedLog, utcnow
 from service.core.mirror import Mirror, MirrorInfo, mirror_refusal, read_mirror
 from service.core.signing import Signers, envelope_signer
+from service.core.statechecks import StateCheck, bind
 from service.errors import NotInitialised
 
-__all__ = ["CHECK_NEUTRAL", "Clock", "Ledger", "open_log", "pending_of", "utcnow"]
+__all__ = [
+    "CHECK_NEUTRAL",
+    "Check",
+    "Clock",
+    "Ledger",
+    "RemoteWriter",
+    "open_log",
+    "pending_of",
+    "utcnow",
+]
+
+Check = StateCheck | Callable[[Session], None]
+"""What runs in the append's transaction before a request's entries: a ``StateCheck`` (a value
+that can travel to a writer process), or, in process only, any function of the session."""
+
+
+class RemoteWriter(Protocol):
+    """The log's single writer in another process (``service.core.writer.WriterClient``)."""
+
+    def submit(self, pending: Sequence[Pending], check: StateCheck | None) -> list[Appended]: ...
+
+    async def submit_async(
+        self, pending: Sequence[Pending], check: StateCheck | None
+    ) -> list[Appended]: ...
+
+    def close(self) -> None: ...
 
 
 def pending_of(event: Event, subject: str) -> Pending:
@@ -67,6 +94,12 @@ def open_log(root: Path, *, clock: Clock = utcnow, store: str | None = None) -> 
     return Ledger.of(data, clock)
 
 
+def _travelling(check: Check | None) -> StateCheck | None:
+    if check is None or isinstance(check, StateCheck):
+        return check
+    raise TypeError("only a StateCheck travels to the writer process, not a function")
+
+
 def _initialised(root: Path, store: str | None) -> DataDir:
     data = DataDir(root, store)
     if not data.exists():
@@ -86,6 +119,9 @@ class Ledger(OpenedLog):
             self._commit_group,
             whole=(WriterBusy, StorageFault),
         )
+        # Set by the server's worker processes (``serve --workers N``): their appends go to the
+        # writer process, which commits them with everyone's in log order.
+        self.remote: RemoteWriter | None = None
         self._catch_up()
         if store.size > 0:
             self._check_keys()
@@ -162,6 +198,8 @@ class Ledger(OpenedLog):
         return cls(data, opened, signers, clock)
 
     def close(self) -> None:
+        if self.remote is not None:
+            self.remote.close()
         self.group.close()
         self.signers.close()
         self.store.close()
@@ -178,31 +216,43 @@ class Ledger(OpenedLog):
         pending: Sequence[Pending],
         *,
         progress: Callable[[int], None] | None = None,
-        check: Callable[[Session], None] | None = None,
+        check: Check | None = None,
     ) -> list[Appended]:
         """Append pendings (some may carry an actor's own envelope) as one batch, committed
         together with the batches other threads append meanwhile (group commit: one fsync for
         all of them). ``check`` runs inside that transaction just before the append, on the
         session the projections read (raise to refuse this batch alone). ``progress`` hears of
-        each chunk written (such a batch is committed on its own)."""
+        each chunk written (such a batch is committed on its own, in this process). With a
+        ``remote`` writer, the batch and its check go to it, and its answer or refusal comes
+        back."""
+        if progress is None and self.remote is not None:
+            return self.remote.submit(pending, _travelling(check))
         signed = self._signed(pending)
         if progress is not None:
             with self.store.transaction() as session:
                 self._catch_up_if_needed()
                 if check is not None:
-                    check(session)
+                    self._bound(check)(session)
                 return self._append(signed, progress)
-        return self.group.submit(signed, check)
+        return self.group.submit(signed, None if check is None else self._bound(check))
 
     async def append_pending_async(
         self,
         pending: Sequence[Pending],
         *,
-        check: Callable[[Session], None] | None = None,
+        check: Check | None = None,
     ) -> list[Appended]:
         """``append_pending`` for a handler on an event loop: the loop serves other requests
-        while the group commit's writer thread commits this batch with those queued meanwhile."""
-        return await self.group.submit_async(self._signed(pending), check)
+        while the group commit's writer thread (or the remote writer) commits this batch with
+        those queued meanwhile."""
+        if self.remote is not None:
+            return await self.remote.submit_async(pending, _travelling(check))
+        return await self.group.submit_async(
+            self._signed(pending), None if check is None else self._bound(check)
+        )
+
+    def _bound(self, check: Check) -> Callable[[Session], None]:
+        return bind(self, check) if isinstance(check, StateCheck) else check
 
     def _signed(self, pending: Sequence[Pending]) -> list[Pending]:
         index = self.signers.index.key_id

@@ -43,8 +43,9 @@ class Holdings(Protocol):
         """Which of ``digests`` are runs the log holds."""
         ...
 
-    def latest_of_row(self, row_key: str) -> str | None:
-        """The newest run ingested from the source row ``row_key``, if any."""
+    def latest_of_rows(self, row_keys: Sequence[str]) -> dict[str, str]:
+        """The newest run ingested from each of the source rows ``row_keys`` that produced
+        one (asked once for the whole plan)."""
         ...
 
     def sources(self) -> set[str]:
@@ -115,7 +116,10 @@ def resolve(plan: Plan, held: Holdings) -> Resolved:
     run_events: list[tuple[Event, str]] = []
     retractions: list[tuple[Event, str]] = []
     brought: list[tuple[Checked, Origin]] = []
-    latest_row: dict[str, str] = {}
+    # The newest run of every source row the plan names, asked once (not once a run).
+    latest_row: dict[str, str] = held.latest_of_rows(
+        sorted({item.rowKey for item in plan.runs if item.rowKey is not None})
+    )
     # Runs enter the log in the order they were observed (then by digest): history reads
     # naturally, and each group's leader walk only ever extends. A stable sort keeps a source's
     # own order (oldest snapshot first) for rows observed at the same instant.
@@ -123,10 +127,6 @@ def resolve(plan: Plan, held: Holdings) -> Resolved:
         plan.runs, key=lambda item: (item.run.manifest["spec"]["observedAt"], item.run.digest)
     )
     for item in ordered:
-        if item.rowKey is not None and item.rowKey not in latest_row:
-            previous = held.latest_of_row(item.rowKey)
-            if previous is not None:
-                latest_row[item.rowKey] = previous
         if item.retraction is not None:
             # Appended after the run (below); the log keeps one copy of an identical event, so
             # a re-import, or a run retracted after it was first imported, needs no lookup.

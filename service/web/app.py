@@ -21,8 +21,9 @@ from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
 
 from service.core.config import DataDir, Settings
-from service.core.ledger import open_log
+from service.core.ledger import Ledger, open_log
 from service.core.logs import Clock, OpenedLog, utcnow
+from service.core.writer import WriterClient
 from service.shared.limits import RateLimiter
 from service.web import openapi, problems
 from service.web.api import API_HANDLERS
@@ -173,6 +174,9 @@ def create_app(
     configure_logging()
     own = ledger is None
     ledger = ledger if ledger is not None else open_log(settings.data, clock=clock or utcnow)
+    if settings.writer and isinstance(ledger, Ledger):
+        # A worker of ``serve --workers N``: its writes go to the writer process.
+        ledger.remote = WriterClient(Path(settings.writer))
     reader = Reader(ledger.data.store)
     limiter = RateLimiter(
         ledger.data.limits,

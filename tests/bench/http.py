@@ -25,7 +25,7 @@ import httpx
 
 from service.app.ingest import ingest
 from service.core.init import init_data_dir
-from tests.bench.common import line
+from tests.bench.common import line, record
 from tests.corpora import CATALOG, corpus, shared_file
 from tests.servers import served
 
@@ -125,7 +125,7 @@ def main() -> None:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        with served(data) as base:
+        with served(data, "--workers", 1) as base:
             try:
                 _wait(f"http://127.0.0.1:{hello}/", peer)
                 # A warm server: each run's JSON and page are built once before the clock starts
@@ -171,6 +171,15 @@ def main() -> None:
         statistics.median(ratios),
         "x",
         "rounds: " + ", ".join(f"{r:.2f}" for r in ratios),
+    )
+    record(
+        "http_run_ratio_to_hello",
+        statistics.median(ratios),
+        "x",
+        "GET /v1/runs/{digest} (1,000 runs rotating) over a litestar hello-world, one process each",
+        run_rps=round(run_rps, 1),
+        run_p99_ms=round(run_p99, 2),
+        hello_rps=round(hello_rps, 1),
     )
     line(
         "GET /runs/{shortId} dossier page, 1,000 runs", page_rps, "req/s", f"p99 {page_p99:.1f} ms"

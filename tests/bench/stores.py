@@ -42,7 +42,8 @@ from service.core.ledger import Ledger
 from service.ingest.api import plan_import
 from service.readmodel.asof import resolve_as_of
 from service.readmodel.dossier import short_id
-from tests.bench.attest import CLIENTS, DURATION, _bodies, _post_all
+from tests.bench.attest import CLIENTS, CORES, DURATION, _bodies, _post_all
+from tests.bench.common import record
 from tests.builders import key_registration, signed_event
 from tests.corpora import CATALOG, corpus
 from tests.pgcluster import ClusterError, cluster
@@ -193,9 +194,13 @@ def _warm(url: str, run: str, bodies: list[bytes]) -> None:
 
 @contextlib.contextmanager
 def _servers(folders: dict[str, Path]) -> Iterator[dict[str, str]]:
-    """``benchproof serve`` (one process, rate limits off) on each store's data directory."""
+    """``benchproof serve`` as deployed (``--workers`` one a core, one writer process; rate
+    limits off) on each store's data directory."""
     with contextlib.ExitStack() as stack:
-        yield {store: stack.enter_context(served(f, *NO_LIMITS)) for store, f in folders.items()}
+        yield {
+            store: stack.enter_context(served(f, "--workers", CORES, *NO_LIMITS))
+            for store, f in folders.items()
+        }
 
 
 def _measure(metric: Metric, run: Callable[[str, int], float]) -> None:
@@ -226,10 +231,36 @@ def _row(m: Metric) -> None:
     )
 
 
+class Statements:
+    """The statements PostgreSQL ran for the ``benchproof`` database, from ``pg_stat_statements``
+    (the cluster loads it): ``reset()`` before a measured step, ``count()`` after it. A statement
+    sent alone is one round trip; an ``executemany`` counts one a row, but psycopg sends its rows
+    in one pipeline (one round trip)."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+
+    def reset(self) -> None:
+        with psycopg.connect(self.base, autocommit=True) as conn:
+            conn.execute("SELECT pg_stat_statements_reset()")
+
+    def count(self) -> int:
+        """Statements run since the last ``reset`` in the database, ours left out."""
+        with psycopg.connect(self.base, autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements s"
+                " JOIN pg_database d ON d.oid = s.dbid"
+                " WHERE d.datname = current_database() AND s.query NOT LIKE '%pg_stat_statements%'"
+            ).fetchone()
+        return int(row[0]) if row else 0
+
+
 def main() -> None:
     with contextlib.ExitStack() as stack:
         try:
-            base = stack.enter_context(cluster())
+            base = stack.enter_context(cluster("shared_preload_libraries=pg_stat_statements"))
         except ClusterError as error:
             print(f"stores (issue 19): skipped: no PostgreSQL cluster could be started: {error}")
             return
@@ -247,11 +278,17 @@ def _bench(base: str, tmp: Path) -> None:
     commits = Metric("  of which sign + append + projections", "runs/s")
     runs_ingested = 0
 
+    statements = Statements(base)
+    per_1000: list[float] = []
+
     def ingest_round(store: str, r: int) -> float:
         nonlocal runs_ingested
         # A folder each: ``served`` writes its log beside the data directory.
         folders[store] = tmp / f"{store}-{r}" / "data"
+        statements.reset()
         end_to_end, commit, runs_ingested = _ingest(folders[store], store, base)
+        if store == "postgresql":
+            per_1000.append(statements.count() / runs_ingested * 1000)
         commits.rounds[store].append(commit)
         return end_to_end
 
@@ -259,6 +296,23 @@ def _bench(base: str, tmp: Path) -> None:
     ingest.name = f"ingest of the whole catalog ({runs_ingested:,} runs), end to end"
     _row(ingest)
     _row(commits)
+    print(
+        f"  PostgreSQL statements per 1,000 runs ingested (an executemany: one a row): {statistics.median(per_1000):,.0f}"
+    )
+    record(
+        "pg_ingest_ratio_to_sqlite",
+        statistics.median(ingest.ratios()),
+        "x",
+        "catalog ingest end to end, PostgreSQL over SQLite, median of rounds",
+        sqlite_runs_per_s=round(ingest.median("sqlite"), 1),
+        postgresql_runs_per_s=round(ingest.median("postgresql"), 1),
+    )
+    record(
+        "pg_statements_per_1000_runs",
+        statistics.median(per_1000),
+        "statements",
+        "statements PostgreSQL ran per 1,000 runs ingested (pg_stat_statements; an executemany counts one a row)",
+    )
     # The rest reads one log, the same bytes on both stores: the last SQLite log, and its copy.
     folders["postgresql"] = _copy_to_postgres(folders["sqlite"], tmp / "copy" / "data", base)
     entries = 0
@@ -288,13 +342,32 @@ def _bench(base: str, tmp: Path) -> None:
     if shutil.which("wrk") is None:
         print("  attestation posts skipped: wrk is not installed (apt-get install wrk)")
     else:
-        for metric in _attestations(folders, digests[0], tmp):
+        metrics, per_post = _attestations(folders, digests[0], tmp, statements)
+        for metric in metrics:
             _row(metric)
+        print(f"  PostgreSQL statements per attestation post: {per_post:.1f}")
+        record(
+            "pg_attest_ratio_to_sqlite",
+            statistics.median(metrics[0].ratios()),
+            "x",
+            "durable attestation posts over HTTP, PostgreSQL over SQLite, median of rounds",
+            sqlite_per_s=round(metrics[0].median("sqlite"), 1),
+            postgresql_per_s=round(metrics[0].median("postgresql"), 1),
+        )
+        record(
+            "pg_statements_per_attest",
+            per_post,
+            "statements",
+            "statements PostgreSQL ran per attestation post under load (pg_stat_statements)",
+        )
 
 
-def _attestations(folders: dict[str, Path], run: str, tmp: Path) -> list[Metric]:
+def _attestations(
+    folders: dict[str, Path], run: str, tmp: Path, statements: Statements
+) -> tuple[list[Metric], float]:
     """Durable attestation posts over HTTP on each store: the same client keys registered in
-    both logs, the same signed attestations posted to each, by ``CLIENTS`` connections."""
+    both logs, the same signed attestations posted to each, by ``CLIENTS`` connections; the
+    metrics, and the median of PostgreSQL's statements per post in the rounds."""
     keys = [SigningKey.generate() for _ in range(CLIENTS)]
     for folder in folders.values():
         with Ledger.open(folder) as ledger:
@@ -309,11 +382,16 @@ def _attestations(folders: dict[str, Path], run: str, tmp: Path) -> list[Metric]
         for url in urls.values():
             _warm(url, run, warm)
 
+        per_post: list[float] = []
+
         def post_round(store: str, r: int) -> float:
             part = rest[r * ATTEST_BODIES : (r + 1) * ATTEST_BODIES]
+            statements.reset()
             rate, per_commit = _post(urls[store], folders[store], run, part, tmp)
+            if store == "postgresql":
+                per_post.append(statements.count() / (rate * DURATION))
             batches.rounds[store].append(per_commit)
             return rate
 
         _measure(metric, post_round)
-    return [metric, batches]
+    return [metric, batches], statistics.median(per_post)

@@ -31,7 +31,7 @@ def test_port_0_is_named_in_the_serving_line(bp: Runner, tmp_path: Path, workers
         for proc in procs:
             proc.terminate()
             proc.wait(timeout=30)
-    processes = f" with {workers} processes" if workers > 1 else ""
+    processes = f" with {workers} processes and one writer" if workers > 1 else ""
     for url, log in zip(urls, logs, strict=True):
         port = int(url.rsplit(":", 1)[1])
         assert port > 0

@@ -1,9 +1,11 @@
 """Issue 19: four API processes on one PostgreSQL store, under the reliability suite's load.
 
-- Four ``benchproof serve --workers 1`` processes over ONE data directory, initialised with
+- Two ``benchproof serve --workers 2`` servers (issue 27: each two HTTP workers and a writer
+  process of its own: two writers on one store, taking turns on its advisory lock) over ONE
+  data directory, initialised with
   ``init --store`` on a fresh PostgreSQL schema (the processes find the store there and share
   its key files), take the write mix of ``tests/reliability/test_load.py`` from clients that
-  send their operations round-robin over all four (``loadpg.SpreadTraffic``): every key
+  send their operations round-robin over both (``loadpg.SpreadTraffic``): every key
   registration is sent to another process than the one that issued its challenge, and claims
   of a request whose lease another rerunner holds are sent to another process than the
   holder's and must be refused. Afterwards, read from the PostgreSQL store: every acknowledged
@@ -34,7 +36,8 @@ from tests.reliability.report import record_note, record_server_errors, record_w
 from tests.reliability.traffic import WRITE_KINDS, audit, checkpoint_covers, register_key
 from tests.servers import run_cli
 
-PROCESSES = 4
+PROCESSES = 2  # servers, each of WORKERS HTTP processes and one writer
+WORKERS = 2
 CLIENTS = scale(8, 32)
 SECONDS = scale(4.0, 60.0)
 KEYS = scale(8, 64)
@@ -44,7 +47,7 @@ def test_four_processes_on_one_store_lose_nothing(tmp_path: Path, pg_url: str) -
     data = tmp_path / "data"
     token = prepare_pg(data, pg_url)
     traffic = SpreadTraffic(token, seed=1901)
-    with serving(data, PROCESSES, "--workers", 1, logs=tmp_path) as servers:
+    with serving(data, PROCESSES, "--workers", WORKERS, logs=tmp_path) as servers:
         urls = [server.url for server in servers]
         since = traffic.setup_spread(urls, keys=KEYS, rerunners=2)
         setup_writes = len(traffic.writes)

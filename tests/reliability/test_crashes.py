@@ -166,6 +166,111 @@ def test_sigkill_of_the_server_under_write_traffic(tmp_path: Path) -> None:
         assert not missing, f"no acknowledged {sorted(missing)} in the kill rounds: {by_kind}"
 
 
+def _children(pid: int) -> list[tuple[int, list[bytes]]]:
+    """The live child processes of ``pid``: each pid and its command line."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError):
+            continue
+        if int(stat[1]) == pid and stat[0] != "Z":
+            found.append((int(proc.name), args))
+    return found
+
+
+def _processes(server: Server) -> tuple[list[int], list[int]]:
+    """The writer and the HTTP workers of ``serve --workers N`` (not multiprocessing's own
+    resource tracker)."""
+    assert server.proc is not None
+    children = _children(server.proc.pid)
+    writers = [pid for pid, args in children if b"service.commands.writer" in args]
+    workers = [pid for pid, args in children if any(b"multiprocessing.spawn" in a for a in args)]
+    return writers, workers
+
+
+def _one_process(server: Server, rng: random.Random, killed: list[str]) -> None:
+    """SIGKILL one process of ``serve --workers 2``: the writer or one HTTP worker, at random."""
+    writers, workers = _processes(server)
+    assert writers and workers, (writers, workers)
+    kind = rng.choice(["writer", "worker"])
+    os.kill(rng.choice(writers if kind == "writer" else workers), signal.SIGKILL)
+    killed.append(kind)
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/healthz", timeout=10).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _recovered(server: Server, url: str) -> None:
+    """Wait until the server's writer and workers are all back (a write goes through)."""
+    assert server.proc is not None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        writers, workers = _processes(server)
+        if (len(writers), len(workers)) == (1, 2) and _answers(url):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"serve did not recover: {server._tail()}")
+
+
+def test_sigkill_of_one_process_of_serve_workers(tmp_path: Path) -> None:
+    """``serve --workers 2`` (the new write path: two HTTP workers, one writer process) under
+    write traffic; one of its processes, the writer or an HTTP worker, SIGKILLed at a random
+    moment, round after round, without restarting the server: it starts the process again, and
+    every acknowledged write is in the log exactly once."""
+    data = tmp_path / "data"
+    db = data / "benchproof.db"
+    token = prepare(data)
+    server = Server(data, "--workers", 2, log=tmp_path / "serve.log")
+    traffic = Traffic(token, seed=2701, timeout=10, write_share=0.8)
+    rng = random.Random(2701)
+    killed: list[str] = []
+    try:
+        url = server.start()
+        since = traffic.setup(url, keys=scale(4, 8), rerunners=2)
+        for _ in range(SERVER_ROUNDS):
+            kill_after = rng.uniform(0.05, scale(1.0, 1.5))
+            traffic.run(
+                url,
+                clients=8,
+                seconds=kill_after + 5,
+                kill=lambda: _one_process(server, rng, killed),
+                kill_after=kill_after,
+            )
+            _recovered(server, url)
+        traffic.run(url, clients=4, seconds=1.0)  # and it serves writes again
+    finally:
+        server.stop()
+    for command in ("verify", "replay"):
+        done = run_cli(command, "--data", data)
+        assert done.returncode == 0, done.stdout[-500:] + done.stderr[-500:]
+    found = audit(db, traffic.writes, since)
+    record_rounds(
+        "crashes: SIGKILL of one process of serve --workers 2 (" + ", ".join(killed) + ")",
+        rounds=SERVER_ROUNDS,
+        survived=SERVER_ROUNDS if not found.problems else 0,
+    )
+    record_writes(
+        "crashes: one process of serve --workers 2 killed",
+        attempted=found.attempted,
+        acknowledged=found.acknowledged,
+        found=found.found,
+    )
+    # A write in flight when its worker or the writer died is answered 503 (nothing recorded
+    # that was acknowledged) or not at all; no other 5xx.
+    others = sum(
+        n for c in traffic.statuses.values() for s, n in c.items() if s >= 500 and s != 503
+    )
+    assert others == 0, traffic.latency_rows()
+    assert found.found == found.acknowledged > 0
+    assert not found.problems, found.problems[:10]
+
+
 def _killed_ingest(
     data: Path, source: str, path: Path, rng: random.Random, *, mid_write: bool
 ) -> tuple[str, int]:
