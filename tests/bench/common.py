@@ -53,6 +53,12 @@ def record(name: str, value: float, unit: str, about: str, **extra: object) -> N
     RESULTS[name] = {"value": round(value, 4), "unit": unit, "about": about, **extra}
 
 
+def recorded(name: str) -> float | None:
+    """The value of the figure ``name`` if a section of this run recorded it."""
+    figure = RESULTS.get(name)
+    return None if figure is None else float(figure["value"])  # type: ignore[arg-type]
+
+
 def write_results(machine: dict[str, object]) -> Path:
     """Write the figures recorded so far, with the machine they were measured on, to
     ``RESULTS_FILE`` (one JSON object: name → figure), and print them as a markdown table."""

@@ -31,7 +31,7 @@ from eventsourcing.domain import Aggregate, event
 
 from events.types import ReportFiled
 from service.core.init import init_data_dir
-from tests.bench.common import RESULTS, line, record
+from tests.bench.common import line, record, recorded
 
 THREADS = 16
 SINGLE = int(os.environ.get("BENCH_PEER_SINGLE", "3000"))
@@ -153,16 +153,13 @@ def main() -> None:
     line("  ratio to eventsourcing's single saves", our_single / their_single, "x")
     line(f"ours: batched appends, {BATCH:,} a batch (signed, projected)", our_batched, "entries/s")
     line("  ratio to eventsourcing's batched saves (target >= 1.0)", batched_ratio, "x")
-    posts = RESULTS.get("attest_posts_per_s")
+    posts = recorded("attest_posts_per_s")
     if posts is None:
         single_ratio, what = our_single / their_single, "in-process single appends"
         print("  (the attest section did not run: the single ratio is of in-process appends)")
     else:
-        single_ratio, what = (
-            float(posts["value"]) / their_single,
-            "durable attestation posts over HTTP",
-        )  # type: ignore[arg-type]
-        line("ours: durable attestation posts (attest section)", float(posts["value"]), "/s")  # type: ignore[arg-type]
+        single_ratio, what = posts / their_single, "durable attestation posts over HTTP"
+        line("ours: durable attestation posts (attest section)", posts, "/s")
         line("  ratio to eventsourcing's single saves (target >= 2)", single_ratio, "x")
     record(
         "append_ratio_to_eventsourcing_single",
