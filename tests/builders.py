@@ -4,6 +4,7 @@ benchmarks (never real source data)."""
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -282,3 +283,19 @@ def signed_event(event: Any, subject: str, key: SigningKey) -> Pending:
     payload = EVENT_ENCODER.encode(event)
     envelope = encode_envelope(sign_envelope("application/vnd.benchproof.event+json", payload, key))
     return Pending(type=event_tag(event), subject=subject, payload=payload, envelope=envelope)
+
+
+def log_with_attesters(data: Path, keys: list[SigningKey]) -> str:
+    """Initialise the data directory ``data`` with one run and ``keys`` registered as community
+    keys (who may attest it); return the run's digest."""
+    from service.core.init import init_data_dir
+
+    ledger, _ = init_data_dir(data)
+    with ledger:
+        parts = bundle(group=1, author=1, value=100, raw_evidence=True)
+        run = parts["run"].digest
+        ledger.append([(ingest_event(parts), run)])
+        ledger.append_pending(
+            [signed_event(key_registration(k, "community"), k.key_id, k) for k in keys]
+        )
+    return run

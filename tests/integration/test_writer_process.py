@@ -24,7 +24,6 @@ from events.types import KeyRevoked
 from keys import SigningKey, encode_envelope, sign_envelope
 from service.app.attest import UnknownAttester, attester_still_valid, post_attestation
 from service.commands.attest import statement
-from service.core.init import init_data_dir
 from service.core.ledger import Ledger
 from service.core.statechecks import StateCheck, bind, check_of
 from service.core.writer import (
@@ -36,7 +35,7 @@ from service.core.writer import (
     wire_error,
 )
 from service.web.problems import to_problem
-from tests.builders import bundle, ingest_event, key_registration, signed_event
+from tests.builders import log_with_attesters
 from tests.servers import run_cli, served
 
 
@@ -55,19 +54,6 @@ def _size(data: Path) -> int:
 def _statement_body(run: str, key: SigningKey, note: str) -> bytes:
     payload = statement(run, {"kind": "environment-note", "note": note})
     return encode_envelope(sign_envelope(INTOTO_PAYLOAD_TYPE, payload, key))
-
-
-def _log_with_keys(data: Path, keys: list[SigningKey]) -> str:
-    """A data directory with one run and ``keys`` registered as community keys; the run."""
-    ledger, _ = init_data_dir(data)
-    with ledger:
-        parts = bundle(group=1, author=1, value=100, raw_evidence=True)
-        run = parts["run"].digest
-        ledger.append([(ingest_event(parts), run)])
-        ledger.append_pending(
-            [signed_event(key_registration(k, "community"), k.key_id, k) for k in keys]
-        )
-    return run
 
 
 @contextmanager
@@ -122,7 +108,7 @@ def test_a_refusal_travels_as_the_same_error() -> None:
 def test_a_write_refused_by_the_writers_state_check_gets_todays_problem(tmp_path: Path) -> None:
     keys = [SigningKey.generate()]
     data = tmp_path / "data"
-    run = _log_with_keys(data, keys)
+    run = log_with_attesters(data, keys)
     body = _statement_body(run, keys[0], "revoked meanwhile")
     # Today's answer: the check refuses in process, at the entry's position.
     with Ledger.open(data) as local:
@@ -152,7 +138,7 @@ def test_a_write_refused_by_the_writers_state_check_gets_todays_problem(tmp_path
 def test_writes_through_the_writer_land_once_in_order(tmp_path: Path) -> None:
     keys = [SigningKey.generate() for _ in range(4)]
     data = tmp_path / "data"
-    run = _log_with_keys(data, keys)
+    run = log_with_attesters(data, keys)
     bodies = [_statement_body(run, keys[i % 4], f"note {i}") for i in range(40)]
     with writer_in_thread(data) as path, Ledger.open(data) as worker:
         worker.remote = WriterClient(path)
@@ -169,7 +155,7 @@ def test_writes_through_the_writer_land_once_in_order(tmp_path: Path) -> None:
 
 def test_no_writer_is_a_busy_store_and_nothing_is_written(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    _log_with_keys(data, [])
+    log_with_attesters(data, [])
     with Ledger.open(data) as worker:
         size = worker.store.size
         worker.remote = WriterClient(tmp_path / "nobody.sock")
@@ -184,7 +170,7 @@ def test_no_writer_is_a_busy_store_and_nothing_is_written(tmp_path: Path) -> Non
 def test_serve_workers_survive_a_killed_writer(tmp_path: Path) -> None:
     keys = [SigningKey.generate() for _ in range(4)]
     data = tmp_path / "data"
-    run = _log_with_keys(data, keys)
+    run = log_with_attesters(data, keys)
     before = _size(data)
     bodies = [_statement_body(run, keys[i % 4], f"note {i}") for i in range(60)]
     limits = ("--limit-key-hour", "0", "--limit-key-day", "0")

@@ -19,9 +19,8 @@ from events.stores.sqlite import SqliteLog
 from events.stores.sqlite_schema import WriterLock
 from keys import SigningKey, encode_envelope, sign_envelope
 from service.commands.attest import statement
-from service.core.init import init_data_dir
 from service.core.ledger import Ledger
-from tests.builders import bundle, ingest_event, key_registration, signed_event
+from tests.builders import log_with_attesters
 from tests.servers import run_cli, served
 
 
@@ -60,15 +59,10 @@ def test_a_read_only_handle_never_writes(ledger: Ledger) -> None:
 def test_two_server_processes_append_every_attestation_once(tmp_path: Path) -> None:
     data = tmp_path / "data"
     keys = [SigningKey.generate() for _ in range(4)]
-    ledger, _ = init_data_dir(data)
-    with ledger:
-        parts = bundle(group=1, author=1, value=100, raw_evidence=True)
-        run = parts["run"].digest
-        ledger.append([(ingest_event(parts), run)])
-        ledger.append_pending(
-            [signed_event(key_registration(k, "community"), k.key_id, k) for k in keys]
-        )
-        before = ledger.store.size
+    run = log_with_attesters(data, keys)
+    log = SqliteLog.open_readonly(data / "benchproof.db")
+    before = log.refresh()
+    log.close()
     bodies = [
         encode_envelope(
             sign_envelope(
