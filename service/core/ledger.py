@@ -231,10 +231,11 @@ class Ledger(OpenedLog):
         if progress is not None:
             with self.store.transaction() as session:
                 self._catch_up_if_needed()
-                if check is not None:
-                    self._bound(check)(session)
+                bound = self._bound(check)
+                if bound is not None:
+                    bound(session)
                 return self._append(signed, progress)
-        return self.group.submit(signed, None if check is None else self._bound(check))
+        return self.group.submit(signed, self._bound(check))
 
     async def append_pending_async(
         self,
@@ -247,11 +248,10 @@ class Ledger(OpenedLog):
         those queued meanwhile."""
         if self.remote is not None:
             return await self.remote.submit_async(pending, _travelling(check))
-        return await self.group.submit_async(
-            self._signed(pending), None if check is None else self._bound(check)
-        )
+        return await self.group.submit_async(self._signed(pending), self._bound(check))
 
-    def _bound(self, check: Check) -> Callable[[Session], None]:
+    def _bound(self, check: Check | None) -> Callable[[Session], None] | None:
+        """``check`` as the group commit runs it (a ``StateCheck`` bound to this ledger)."""
         return bind(self, check) if isinstance(check, StateCheck) else check
 
     def _signed(self, pending: Sequence[Pending]) -> list[Pending]:

@@ -13,6 +13,7 @@ functions so marked, in the service's own modules, are ever called.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -53,11 +54,22 @@ def bind(ledger: object, check: StateCheck) -> Callable[[Session], None]:
     Raises:
         ValueError: ``check`` names no marked function of the service.
     """
-    module, _, name = check.function.partition(":")
-    if not module.startswith("service.") or not name.isidentifier():
-        raise ValueError(f"not a state check of the service: {check.function!r}")
-    fn = getattr(importlib.import_module(module), name, None)
-    if fn is None or not getattr(fn, _MARK, False):
-        raise ValueError(f"not a state check of the service: {check.function!r}")
+    fn = _marked(check.function)
     args = check.args
     return lambda session: fn(ledger, session, *args)
+
+
+@functools.cache
+def _marked(function: str) -> Callable[..., None]:
+    """The marked function ``function`` (``"module:name"``) names, looked up once.
+
+    Raises:
+        ValueError: it names no marked function of the service (not cached: raised again).
+    """
+    module, _, name = function.partition(":")
+    if not module.startswith("service.") or not name.isidentifier():
+        raise ValueError(f"not a state check of the service: {function!r}")
+    fn = getattr(importlib.import_module(module), name, None)
+    if fn is None or not getattr(fn, _MARK, False):
+        raise ValueError(f"not a state check of the service: {function!r}")
+    return fn  # type: ignore[no-any-return]
