@@ -125,10 +125,21 @@ def commit_plan(
         # this transaction holds.
         if expect is not None:
             expect(len(events))
-        appended = ledger.writer().append(events, progress=progress or _ignore) if events else []
-        result.entries = sum(a.new for a in appended)
+        # Encoded, signed and written a slice at a time: the payloads, envelopes and entries of
+        # only one slice are held at once, never the whole import's.
+        writer = ledger.writer()
+        for start in range(0, len(events), APPEND_SLICE):
+            appended = writer.append(
+                events[start : start + APPEND_SLICE], progress=progress or _ignore
+            )
+            result.entries += sum(a.new for a in appended)
         result.size = ledger.store.size
         return result
+
+
+APPEND_SLICE = 4096
+"""Events encoded and appended at a time within an import's one transaction (four of the
+store's chunks, so that signing still runs ahead of the writes)."""
 
 
 def _ignore(_: int) -> None:
