@@ -27,12 +27,12 @@ from service.ingest.core import Plan, Rejected, RunItem
 from service.ingest.files import SourceFile, walk
 from service.ingest.pool import CheckPool, cores
 
-__all__ = ["IMPORTER", "PARALLEL_FROM", "VERSION", "plan"]
+__all__ = ["IMPORTER", "CHECK_ON_EVERY_CORE_FROM", "VERSION", "plan"]
 
 IMPORTER = "kernelindex-catalog"
 VERSION = "1"
 SUFFIXES = (".jsonl.zst", ".jsonl")
-PARALLEL_FROM = 2_000
+CHECK_ON_EVERY_CORE_FROM = 2_000
 """Rows from which an export's manifests are checked in worker processes, one per core (a
 smaller export is checked faster in this process than workers start)."""
 _TABLES = (
@@ -131,7 +131,7 @@ def plan(paths: list[Path]) -> Plan:
 
 def _plan_file(f: SourceFile, out: Plan) -> None:
     lines = _lines(f)
-    parallel = len(lines) >= PARALLEL_FROM
+    parallel = len(lines) >= CHECK_ON_EVERY_CORE_FROM
     with CheckPool(str(f.path), processes=cores() if parallel else 1) as pool:
         _plan_rows(f, _read_tables(f, lines, pool), pool, out)
 
