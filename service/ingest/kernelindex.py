@@ -27,7 +27,7 @@ from service.ingest.core import Plan, Rejected, RunItem
 from service.ingest.files import SourceFile, walk
 from service.ingest.pool import CheckPool, cores
 
-__all__ = ["IMPORTER", "CHECK_ON_EVERY_CORE_FROM", "VERSION", "plan"]
+__all__ = ["CHECK_ON_EVERY_CORE_FROM", "IMPORTER", "VERSION", "plan"]
 
 IMPORTER = "kernelindex-catalog"
 VERSION = "1"

@@ -53,7 +53,7 @@ def test_the_catalog_planned_on_two_cores_equals_the_plan_of_one(
             forks.append(pid)
         return pid
 
-    monkeypatch.setattr(pool.os, "fork", counted)
+    monkeypatch.setattr(os, "fork", counted)
     one = _plan(catalog, 1, monkeypatch)
     assert forks == []  # one core: everything checked in this process
     two = _plan(catalog, 2, monkeypatch)
