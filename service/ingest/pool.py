@@ -18,7 +18,6 @@ appending stay in the importing process, in the log's order. A small import (or 
 machine) is checked in the importing process alone.
 """
 
-
 from __future__ import annotations
 
 import os
