@@ -127,12 +127,14 @@ def commit_plan(
             expect(len(events))
         # Encoded, signed and written a slice at a time: the payloads, envelopes and entries of
         # only one slice are held at once, never the whole import's.
-        writer = ledger.writer()
-        for start in range(0, len(events), APPEND_SLICE):
-            appended = writer.append(
-                events[start : start + APPEND_SLICE], progress=progress or _ignore
-            )
-            result.entries += sum(a.new for a in appended)
+        # Every slice is recorded at one instant, the import's: a time cut (``asOf``, a
+        # citation's day) never falls inside an import.
+        if events:
+            writer, now = ledger.writer(), ledger.clock()
+            for start in range(0, len(events), APPEND_SLICE):
+                chunk = events[start : start + APPEND_SLICE]
+                appended = writer.append(chunk, progress=progress or _ignore, now=now)
+                result.entries += sum(a.new for a in appended)
         result.size = ledger.store.size
         return result
 

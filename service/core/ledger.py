@@ -13,6 +13,7 @@ path that writes asks it for its ledger (``OpenedLog.writer``).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
@@ -210,11 +211,18 @@ class Ledger(OpenedLog):
         self.store.close()
 
     def append(
-        self, events: Sequence[tuple[Event, str]], *, progress: Callable[[int], None] | None = None
+        self,
+        events: Sequence[tuple[Event, str]],
+        *,
+        progress: Callable[[int], None] | None = None,
+        now: datetime | None = None,
     ) -> list[Appended]:
         """Append ``(event, subject)`` pairs as one batch (signed by the index key);
-        ``progress`` hears of each chunk written."""
-        return self.append_pending([pending_of(e, s) for e, s in events], progress=progress)
+        ``progress`` hears of each chunk written. ``now`` (with ``progress`` only: a batch
+        committed on its own) is the instant to record them at, instead of the clock's: the
+        slices of one import share one."""
+        pending = [pending_of(e, s) for e, s in events]
+        return self.append_pending(pending, progress=progress, now=now)
 
     def append_pending(
         self,
@@ -222,6 +230,7 @@ class Ledger(OpenedLog):
         *,
         progress: Callable[[int], None] | None = None,
         check: Check | None = None,
+        now: datetime | None = None,
     ) -> list[Appended]:
         """Append pendings (some may carry an actor's own envelope) as one batch, committed
         together with the batches other threads append meanwhile (group commit: one fsync for
@@ -238,7 +247,7 @@ class Ledger(OpenedLog):
                 bound = self._bound(check)
                 if bound is not None:
                     bound(session)
-                return self._append(self._signed(pending), progress)
+                return self._append(self._signed(pending), progress, now)
         return self.group.submit(self._prepared(pending), self._bound(check))
 
     async def append_pending_async(
@@ -291,13 +300,16 @@ class Ledger(OpenedLog):
         ]
 
     def _append(
-        self, signed: Sequence[Pending], progress: Callable[[int], None] | None = None
+        self,
+        signed: Sequence[Pending],
+        progress: Callable[[int], None] | None = None,
+        now: datetime | None = None,
     ) -> list[Appended]:
         return self.store.append(
             signed,
             sign=self.signers.sign_chunks,
             sign_checkpoint=self.signers.sign_checkpoint,
-            now=self.clock(),
+            now=self.clock() if now is None else now,
             project=self.projections,
             progress=progress,
         )

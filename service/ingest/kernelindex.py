@@ -152,7 +152,10 @@ def _read_tables(f: SourceFile, lines: list[bytes], pool: CheckPool) -> _Tables:
     source_name = str(f.path)
     sources: list[dict[str, Any]] = []
     tables: dict[str, list[_Row]] = defaultdict(list)
-    bad_row: msgspec.DecodeError | None = None
+    # The first row of each table that is not a catalog row, said once every line has been
+    # read (a bad line is said first), the table seen first winning.
+    bad_rows: dict[str, msgspec.DecodeError] = {}
+    seen: dict[str, None] = {}
     has_runs = False
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -164,7 +167,10 @@ def _read_tables(f: SourceFile, lines: list[bytes], pool: CheckPool) -> _Tables:
                 f"{source_name}: line {number}: not a catalog line: {exc}"
             ) from None
         has_runs = has_runs or entry.table in ("benchmark_runs", "serving_runs")
-        if entry.table not in _TABLES or bad_row is not None:
+        if entry.table not in _TABLES:
+            continue
+        seen.setdefault(entry.table)
+        if entry.table in bad_rows:
             continue
         try:
             if entry.table == "sources":
@@ -174,13 +180,14 @@ def _read_tables(f: SourceFile, lines: list[bytes], pool: CheckPool) -> _Tables:
                 tables[entry.table].append(row)
                 _submit(entry.table, row, pool)
         except msgspec.DecodeError as exc:
-            bad_row = exc  # said once every line has been read: a bad line is said first
+            bad_rows[entry.table] = exc
     if not has_runs:
         raise InvalidManifest(
             f"{source_name}: no benchmark_runs or serving_runs: not a KernelIndex catalog export"
         )
-    if bad_row is not None:
-        raise InvalidManifest(f"{source_name}: a row is not a catalog row: {bad_row}")
+    for table in seen:
+        if table in bad_rows:
+            raise InvalidManifest(f"{source_name}: a row is not a catalog row: {bad_rows[table]}")
     return _Tables(sources, tables)
 
 

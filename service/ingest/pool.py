@@ -20,8 +20,10 @@ machine) is checked in the importing process alone.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
-from typing import NamedTuple
+import signal
 
 import msgspec
 
@@ -104,14 +106,23 @@ class CheckPool:
         workers = min(self.processes, max(1, len(items) // MIN_SHARE))
         size = -(-len(items) // workers)
         shares = [items[i : i + size] for i in range(0, len(items), size)]
-        forked = [(share, _fork(share, self.source)) for share in shares[1:]]
-        answers = [_check_here(text, self.source, path) for text, path in shares[0]]
-        self._answers.update(zip((text for text, _ in shares[0]), answers, strict=True))
-        for share, child in forked:
-            got = _answers_of(child)
-            if got is None or len(got) != len(share):  # the worker died: checked here
-                got = [_check_here(text, self.source, path) for text, path in share]
-            self._answers.update(zip((text for text, _ in share), got, strict=True))
+        forked: list[tuple[list[tuple[bytes, str]], _Child | None]] = []
+        try:
+            # Forked only from here: a ``gc.freeze`` keeps the importer's objects out of the
+            # workers' collections (a collection would touch, and so copy, every page).
+            gc.freeze()
+            forked = [(share, _fork(share, self.source)) for share in shares[1:]]
+            answers = [_check_here(text, self.source, path) for text, path in shares[0]]
+            self._answers.update(zip((text for text, _ in shares[0]), answers, strict=True))
+            for share, child in forked:
+                got = _answers_of(child)
+                if got is None or len(got) != len(share):  # the worker died: checked here
+                    got = [_check_here(text, self.source, path) for text, path in share]
+                self._answers.update(zip((text for text, _ in share), got, strict=True))
+        finally:
+            gc.unfreeze()
+            for _, child in forked:  # only after a failure here: stop and reap what is left
+                _stop(child)
 
     def result(self, text: bytes, path: str) -> Checked:
         """The checked manifest of ``text``.
@@ -136,9 +147,13 @@ class CheckPool:
         return answer.checked()
 
 
-class _Child(NamedTuple):
-    pid: int
-    fd: int
+class _Child:
+    """A forked worker: its process id, and the read end of its pipe (-1 once read)."""
+
+    def __init__(self, pid: int, fd: int) -> None:
+        self.pid = pid
+        self.fd = fd
+        self.reaped = False
 
 
 def _fork(share: list[tuple[bytes, str]], source: str) -> _Child | None:
@@ -157,6 +172,10 @@ def _fork(share: list[tuple[bytes, str]], source: str) -> _Child | None:
     if pid == 0:  # the worker: check, write, exit without running the importer's cleanup
         code = 1
         try:
+            # A terminal's Ctrl-C or a service manager's SIGTERM stops the worker too (the
+            # server's handlers, inherited, would only set a flag nobody here reads).
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
             os.close(read)
             blob = _ENCODE.encode([_check_here(text, source, path) for text, path in share])
             view = memoryview(blob)
@@ -179,13 +198,43 @@ def _answers_of(child: _Child | None) -> list[_Answer] | None:
             parts.append(chunk)
     finally:
         os.close(child.fd)
-        _, status = os.waitpid(child.pid, 0)
-    if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+        child.fd = -1
+    status = _reap(child, 0)
+    if status is None or not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
         return None
     try:
         return _ANSWERS.decode(b"".join(parts))
     except msgspec.DecodeError:
         return None
+
+
+def _reap(child: _Child, flags: int) -> int | None:
+    """The worker's exit status once it has exited (None: not yet, with ``WNOHANG``, or it
+    was reaped by someone else)."""
+    if child.reaped:
+        return None
+    try:
+        pid, status = os.waitpid(child.pid, flags)
+    except ChildProcessError:  # reaped elsewhere (SIGCHLD ignored): its answer is unknown
+        child.reaped = True
+        return None
+    if pid == 0:
+        return None
+    child.reaped = True
+    return status
+
+
+def _stop(child: _Child | None) -> None:
+    """Close what is left of a worker the importer stopped waiting for, and reap it."""
+    if child is None:
+        return
+    if child.fd >= 0:
+        os.close(child.fd)
+        child.fd = -1
+    if not child.reaped:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child.pid, signal.SIGKILL)
+        _reap(child, 0)
 
 
 def _check_here(text: bytes, source: str, path: str) -> _Answer:

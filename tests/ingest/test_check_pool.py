@@ -106,6 +106,16 @@ def test_a_worker_that_dies_costs_time_not_an_answer(
         return real(text, source, path)
 
     monkeypatch.setattr(pool, "_check_here", dies_in_a_worker)
+    forks: list[int] = []
+    real_fork = os.fork
+
+    def counted() -> int:
+        pid = real_fork()
+        if pid:
+            forks.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", counted)
     texts = [
         json.dumps(
             {
@@ -120,7 +130,11 @@ def test_a_worker_that_dies_costs_time_not_an_answer(
     with CheckPool("s", processes=2) as checks:
         for i, text in enumerate(texts):
             checks.submit(text, f"$[{i}]")
-        got = [checks.result(text, f"$[{i}]") for i, text in enumerate(texts)]
+        got = [checks.result(texts[0], "$[0]")]
+        # The worker was forked and died; its whole share was answered here, at once.
+        assert len(forks) == 1
+        assert set(checks._answers) == set(texts)
+        got += [checks.result(text, f"$[{i}]") for i, text in enumerate(texts) if i]
     assert got == [check_manifest_json(t, source="s", path=f"$[{i}]") for i, t in enumerate(texts)]
 
 
@@ -134,3 +148,26 @@ def test_an_invalid_text_is_refused_with_the_place_of_each_occurrence() -> None:
             checks.result(text, "$[7]")
     assert "$[0]" in first.value.detail
     assert "$[7]" in second.value.detail
+
+
+def test_a_refusal_found_by_a_worker_names_its_place() -> None:
+    valid = [
+        json.dumps(
+            {
+                "apiVersion": "kernelindex.dev/v1alpha1",
+                "kind": "SoftwareProject",
+                "metadata": {"name": f"p{i}"},
+                "spec": {"name": f"P {i}"},
+            }
+        ).encode()
+        for i in range(2 * pool.MIN_SHARE)
+    ]
+    bad = b'{"apiVersion": "kernelindex.dev/v1alpha1", "kind": "SoftwareProject"}'
+    texts = [*valid, bad]  # the last text: in the worker's share
+    with CheckPool("s", processes=2) as checks:
+        for i, text in enumerate(texts):
+            checks.submit(text, f"$[{i}]")
+        assert checks.result(valid[0], "$[0]").digest
+        with pytest.raises(InvalidManifest) as refused:
+            checks.result(bad, "$[99]")
+    assert refused.value.detail.startswith("s: $[99]")
