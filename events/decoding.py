@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from events.entries import EVENT_PAYLOAD_TYPE, INTOTO_PAYLOAD_TYPE, StoredEntry
+from events.entries import EVENT_PAYLOAD_TYPE, INTOTO_PAYLOAD_TYPE, Pending, StoredEntry
 from events.errors import EventError
 from events.types import (
     EVENT_DECODER,
@@ -29,7 +29,14 @@ from events.types import (
 )
 from events.types.runs import RunIngestedWire
 
-__all__ = ["STATEMENT_TYPE", "InvalidStatement", "Statement", "decode_event", "statement_event"]
+__all__ = [
+    "STATEMENT_TYPE",
+    "InvalidStatement",
+    "Statement",
+    "decode_event",
+    "decoded_event",
+    "statement_event",
+]
 
 
 class InvalidStatement(EventError):
@@ -181,13 +188,32 @@ def _run_ingested(payload: bytes) -> RunIngested | None:
     return RunIngested(**fields)
 
 
+def decoded_event(pending: Pending) -> AnyEvent | None:
+    """The event a pending entry records, as ``decode_event`` will read it once it is stored
+    (None when it does not decode: the append then names the fault as ``decode_event`` does)."""
+    entry = StoredEntry(
+        0,
+        "",
+        pending.type,
+        pending.subject,
+        pending.payload_type,
+        pending.payload,
+        "",
+        pending.signer,
+    )
+    try:
+        return decode_event(entry)
+    except EventError:
+        return None
+
+
 def decode_event(entry: StoredEntry) -> AnyEvent:
     """The event an entry records.
 
     Raises:
         EventError: the payload does not decode as the entry's type says.
     """
-    if entry.decoded is not None and entry.payload_type == EVENT_PAYLOAD_TYPE:
+    if entry.decoded is not None:
         return entry.decoded  # type: ignore[return-value]
     if entry.payload_type == EVENT_PAYLOAD_TYPE:
         if entry.type == "run.ingested.v1":

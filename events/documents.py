@@ -35,10 +35,13 @@ from events.yamlcore import load_yaml
 __all__ = [
     "BUNDLE_ROLES",
     "Checked",
+    "CheckedText",
     "KernelIdentity",
     "ManifestIdentity",
     "ServingIdentity",
     "check_manifest",
+    "check_manifest_json",
+    "check_manifest_text",
     "identify",
     "is_bundle",
     "parse_bundle",
@@ -46,6 +49,7 @@ __all__ = [
 ]
 
 _JSON = msgspec.json.Decoder()
+_ENCODE = msgspec.json.Encoder()
 
 KERNEL_ROLES = {
     "run": "BenchmarkRun",
@@ -142,6 +146,36 @@ def check_manifest_json(text: bytes, *, source: str, path: str = "$") -> Checked
         InvalidManifest: the text is not JSON, the manifest fails its schema, or a duration is
             ambiguous.
     """
+    kind, digest, name, normal, _ = _checked_text(text, source, path)
+    return Checked(kind, digest, name, normal)
+
+
+class CheckedText(msgspec.Struct, frozen=True, array_like=True):
+    """``check_manifest_json``'s answer as bytes can carry it between processes: the kind,
+    spec digest and name, and the normalised manifest as JSON text (the text itself when
+    normalisation changed nothing). ``checked`` turns it into a ``Checked``."""
+
+    kind: str
+    digest: str
+    name: str
+    text: bytes
+
+    def checked(self) -> Checked:
+        return Checked(self.kind, self.digest, self.name, _JSON.decode(self.text))
+
+
+def check_manifest_text(text: bytes, *, source: str, path: str = "$") -> CheckedText:
+    """``check_manifest_json``, answered as a ``CheckedText``.
+
+    Raises:
+        As ``check_manifest_json``.
+    """
+    kind, digest, name, normal, changed = _checked_text(text, source, path)
+    return CheckedText(kind, digest, name, _ENCODE.encode(normal) if changed else text)
+
+
+def _checked_text(text: bytes, source: str, path: str) -> tuple[str, str, str, Any, bool]:
+    """Kind, spec digest, name, the normalised manifest, and whether normalising changed it."""
     try:
         typed = _TYPED.decode(text)
     except msgspec.ValidationError as exc:
@@ -155,11 +189,10 @@ def check_manifest_json(text: bytes, *, source: str, path: str = "$") -> Checked
     value = _JSON.decode(text)
     normal = _normalize(value, source, path)
     tag = KIND_OF[type(typed)]
+    name = typed.metadata.name
     if normal is value:
-        digest = sha256_digest(canonical_json(text, members=_IDENTITY))
-    else:
-        digest = spec_digest(normal)
-    return Checked(tag, digest, typed.metadata.name, normal)
+        return tag, sha256_digest(canonical_json(text, members=_IDENTITY)), name, value, False
+    return tag, spec_digest(normal), name, normal, True
 
 
 def is_bundle(value: Any) -> bool:

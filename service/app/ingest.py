@@ -125,10 +125,23 @@ def commit_plan(
         # this transaction holds.
         if expect is not None:
             expect(len(events))
-        appended = ledger.writer().append(events, progress=progress or _ignore) if events else []
-        result.entries = sum(a.new for a in appended)
+        # Encoded, signed and written a slice at a time: the payloads, envelopes and entries of
+        # only one slice are held at once, never the whole import's.
+        # Every slice is recorded at one instant, the import's: a time cut (``asOf``, a
+        # citation's day) never falls inside an import.
+        if events:
+            writer, now = ledger.writer(), ledger.clock()
+            for start in range(0, len(events), APPEND_SLICE):
+                chunk = events[start : start + APPEND_SLICE]
+                appended = writer.append(chunk, progress=progress or _ignore, now=now)
+                result.entries += sum(a.new for a in appended)
         result.size = ledger.store.size
         return result
+
+
+APPEND_SLICE = 4096
+"""Events encoded and appended at a time within an import's one transaction (four of the
+store's chunks, so that signing still runs ahead of the writes)."""
 
 
 def _ignore(_: int) -> None:

@@ -13,11 +13,13 @@ path that writes asks it for its ledger (``OpenedLog.writer``).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
 import msgspec
 
+from events.decoding import decoded_event
 from events.entries import Pending
 from events.port import Appended, Session
 from events.stores import open_store
@@ -74,6 +76,10 @@ def pending_of(event: Event, subject: str) -> Pending:
 # attestation was withdrawn or hidden, whether a report is open): the group commit holds the
 # requests that bring only these and appends them together, just before the next request that
 # brings anything else runs its check. Their own checks still run in order.
+PRESIGN_MAX = 64
+"""The most envelopes a request's caller signs while it waits for the group commit's turn; a
+larger batch (an import) is signed by the store, in chunks, on the signing threads."""
+
 CHECK_NEUTRAL = frozenset({"attestation.posted.v1", "report.filed.v1"})
 
 
@@ -205,11 +211,18 @@ class Ledger(OpenedLog):
         self.store.close()
 
     def append(
-        self, events: Sequence[tuple[Event, str]], *, progress: Callable[[int], None] | None = None
+        self,
+        events: Sequence[tuple[Event, str]],
+        *,
+        progress: Callable[[int], None] | None = None,
+        now: datetime | None = None,
     ) -> list[Appended]:
         """Append ``(event, subject)`` pairs as one batch (signed by the index key);
-        ``progress`` hears of each chunk written."""
-        return self.append_pending([pending_of(e, s) for e, s in events], progress=progress)
+        ``progress`` hears of each chunk written. ``now`` (with ``progress`` only: a batch
+        committed on its own) is the instant to record them at, instead of the clock's: the
+        slices of one import share one."""
+        pending = [pending_of(e, s) for e, s in events]
+        return self.append_pending(pending, progress=progress, now=now)
 
     def append_pending(
         self,
@@ -217,6 +230,7 @@ class Ledger(OpenedLog):
         *,
         progress: Callable[[int], None] | None = None,
         check: Check | None = None,
+        now: datetime | None = None,
     ) -> list[Appended]:
         """Append pendings (some may carry an actor's own envelope) as one batch, committed
         together with the batches other threads append meanwhile (group commit: one fsync for
@@ -227,15 +241,14 @@ class Ledger(OpenedLog):
         back."""
         if progress is None and self.remote is not None:
             return self.remote.submit(pending, _travelling(check))
-        signed = self._signed(pending)
         if progress is not None:
             with self.store.transaction() as session:
                 self._catch_up_if_needed()
                 bound = self._bound(check)
                 if bound is not None:
                     bound(session)
-                return self._append(signed, progress)
-        return self.group.submit(signed, self._bound(check))
+                return self._append(self._signed(pending), progress, now)
+        return self.group.submit(self._prepared(pending), self._bound(check))
 
     async def append_pending_async(
         self,
@@ -248,13 +261,15 @@ class Ledger(OpenedLog):
         those queued meanwhile."""
         if self.remote is not None:
             return await self.remote.submit_async(pending, _travelling(check))
-        return await self.group.submit_async(self._signed(pending), self._bound(check))
+        return await self.group.submit_async(self._prepared(pending), self._bound(check))
 
     def _bound(self, check: Check | None) -> Callable[[Session], None] | None:
         """``check`` as the group commit runs it (a ``StateCheck`` bound to this ledger)."""
         return bind(self, check) if isinstance(check, StateCheck) else check
 
     def _signed(self, pending: Sequence[Pending]) -> list[Pending]:
+        """Each pending with the key id that signs it: the actor's, from its own envelope, or
+        the index key's."""
         index = self.signers.index.key_id
         return [
             msgspec.structs.replace(
@@ -263,14 +278,38 @@ class Ledger(OpenedLog):
             for p in pending
         ]
 
+    def _prepared(self, pending: Sequence[Pending]) -> list[Pending]:
+        """``_signed``, and whatever else of a group commit's request needs nothing of the
+        log's state, done by the caller before the request waits for its turn: its event
+        decoded for the projections, and a small batch's envelopes signed by the index key.
+        The group commit's writer thread is then left with the work that reads or writes the
+        log (state checks, leaves, tree nodes, rows, projections, the sync), and this runs
+        while it syncs the group before (issue 27: batch N+1 prepared while batch N syncs)."""
+        signed = self._signed(pending)
+        unsigned = [i for i, p in enumerate(signed) if p.envelope is None]
+        envelopes = (
+            self.signers.sign_chunk([signed[i] for i in unsigned])
+            if 0 < len(unsigned) <= PRESIGN_MAX
+            else []
+        )
+        for i, envelope in zip(unsigned, envelopes, strict=False):
+            signed[i] = msgspec.structs.replace(signed[i], envelope=envelope)
+        return [
+            p if p.decoded is not None else msgspec.structs.replace(p, decoded=decoded_event(p))
+            for p in signed
+        ]
+
     def _append(
-        self, signed: Sequence[Pending], progress: Callable[[int], None] | None = None
+        self,
+        signed: Sequence[Pending],
+        progress: Callable[[int], None] | None = None,
+        now: datetime | None = None,
     ) -> list[Appended]:
         return self.store.append(
             signed,
             sign=self.signers.sign_chunks,
             sign_checkpoint=self.signers.sign_checkpoint,
-            now=self.clock(),
+            now=self.clock() if now is None else now,
             project=self.projections,
             progress=progress,
         )

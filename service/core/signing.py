@@ -63,7 +63,8 @@ class Signers:
         """The log's verifier key, C2SP ``<origin>+<keyhash>+<base64>``."""
         return self.note_signer.vkey
 
-    def _sign_chunk(self, items: Sequence[Pending]) -> list[bytes]:
+    def sign_chunk(self, items: Sequence[Pending]) -> list[bytes]:
+        """DSSE envelopes (JSON bytes) over each pending payload, signed by the index key."""
         key = self.index
         return [encode_envelope(sign_envelope(p.payload_type, p.payload, key)) for p in items]
 
@@ -73,15 +74,15 @@ class Signers:
         consumer (Ed25519 signing releases the GIL)."""
         if self._pool is None or sum(map(len, chunks)) < _PARALLEL_FROM:
             for chunk in chunks:
-                yield self._sign_chunk(chunk)
+                yield self.sign_chunk(chunk)
             return
         halves = []
         for chunk in chunks:
             mid = (len(chunk) + 1) // 2
             halves.append(
                 (
-                    self._pool.submit(self._sign_chunk, chunk[:mid]),
-                    self._pool.submit(self._sign_chunk, chunk[mid:]),
+                    self._pool.submit(self.sign_chunk, chunk[:mid]),
+                    self._pool.submit(self.sign_chunk, chunk[mid:]),
                 )
             )
         try:

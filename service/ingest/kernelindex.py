@@ -14,24 +14,27 @@ from __future__ import annotations
 
 import io
 from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 import zstandard
 
-from events.documents import Checked, check_manifest_json
+from events.documents import Checked
 from events.errors import InvalidManifest
 from events.types import Origin, SourceRegistered
 from service.ingest.core import Plan, Rejected, RunItem
 from service.ingest.files import SourceFile, walk
+from service.ingest.pool import CheckPool, cores
 
-__all__ = ["IMPORTER", "VERSION", "plan"]
+__all__ = ["CHECK_ON_EVERY_CORE_FROM", "IMPORTER", "VERSION", "plan"]
 
 IMPORTER = "kernelindex-catalog"
 VERSION = "1"
 SUFFIXES = (".jsonl.zst", ".jsonl")
+CHECK_ON_EVERY_CORE_FROM = 2_000
+"""Rows from which an export's manifests are checked in worker processes, one per core (a
+smaller export is checked faster in this process than workers start)."""
 _TABLES = (
     "sources",
     "projects",
@@ -56,7 +59,7 @@ _LINE = msgspec.json.Decoder(_Line)
 _ROW = msgspec.json.Decoder()
 
 
-def _lines(f: SourceFile) -> Iterator[bytes]:
+def _lines(f: SourceFile) -> list[bytes]:
     if f.path.name.endswith(".zst"):
         try:
             data = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(f.data)).read()
@@ -64,22 +67,23 @@ def _lines(f: SourceFile) -> Iterator[bytes]:
             raise InvalidManifest(f"{f.path}: not a zstd file: {exc}") from None
     else:
         data = f.data
-    return iter(data.splitlines())
+    return data.splitlines()
 
 
 class _Cache:
     """Checks each shared manifest once (protocols and environments repeat hundreds of times),
-    straight from its JSON text: validated while decoding, digested from the text."""
+    straight from its JSON text: validated while decoding, digested from the text. The checks
+    run in ``pool``'s worker processes, submitted as the rows are read."""
 
-    def __init__(self, source: str) -> None:
-        self.source = source
+    def __init__(self, pool: CheckPool) -> None:
+        self.pool = pool
         self.by_bytes: dict[bytes, Checked] = {}
 
     def check(self, manifest: msgspec.Raw, where: str) -> Checked:
         key = bytes(manifest)
         found = self.by_bytes.get(key)
         if found is None:
-            found = check_manifest_json(key, source=self.source, path=where)
+            found = self.pool.result(key, where)
             self.by_bytes[key] = found
         return found
 
@@ -126,9 +130,34 @@ def plan(paths: list[Path]) -> Plan:
 
 
 def _plan_file(f: SourceFile, out: Plan) -> None:
+    lines = _lines(f)
+    parallel = len(lines) >= CHECK_ON_EVERY_CORE_FROM
+    with CheckPool(str(f.path), processes=cores() if parallel else 1) as pool:
+        _plan_rows(f, _read_tables(f, lines, pool), pool, out)
+
+
+class _Tables(NamedTuple):
+    sources: list[dict[str, Any]]
+    rows: dict[str, list[_Row]]
+
+
+def _read_tables(f: SourceFile, lines: list[bytes], pool: CheckPool) -> _Tables:
+    """The rows of every table the importer reads. Each manifest they hold is handed to
+    ``pool`` as its row is read, so that the workers check while this process reads on.
+
+    Raises:
+        InvalidManifest: a line is not a catalog line (the first such line is named), the file
+            holds no runs, or a row is not a catalog row (in that order).
+    """
     source_name = str(f.path)
-    raw: dict[str, list[msgspec.Raw]] = defaultdict(list)
-    for number, line in enumerate(_lines(f), start=1):
+    sources: list[dict[str, Any]] = []
+    tables: dict[str, list[_Row]] = defaultdict(list)
+    # The first row of each table that is not a catalog row, said once every line has been
+    # read (a bad line is said first), the table seen first winning.
+    bad_rows: dict[str, msgspec.DecodeError] = {}
+    seen: dict[str, None] = {}
+    has_runs = False
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
@@ -137,21 +166,51 @@ def _plan_file(f: SourceFile, out: Plan) -> None:
             raise InvalidManifest(
                 f"{source_name}: line {number}: not a catalog line: {exc}"
             ) from None
-        if entry.table in _TABLES:
-            raw[entry.table].append(entry.row)
-    if not raw.get("benchmark_runs") and not raw.get("serving_runs"):
+        has_runs = has_runs or entry.table in ("benchmark_runs", "serving_runs")
+        if entry.table not in _TABLES:
+            continue
+        seen.setdefault(entry.table)
+        if entry.table in bad_rows:
+            continue
+        try:
+            if entry.table == "sources":
+                sources.append(_ROW.decode(entry.row))
+            else:
+                row = _ROW_TYPED.decode(entry.row)
+                tables[entry.table].append(row)
+                _submit(entry.table, row, pool)
+        except msgspec.DecodeError as exc:
+            bad_rows[entry.table] = exc
+    if not has_runs:
         raise InvalidManifest(
             f"{source_name}: no benchmark_runs or serving_runs: not a KernelIndex catalog export"
         )
+    for table in seen:
+        if table in bad_rows:
+            raise InvalidManifest(f"{source_name}: a row is not a catalog row: {bad_rows[table]}")
+    return _Tables(sources, tables)
+
+
+def _submit(table: str, row: _Row, pool: CheckPool) -> None:
+    """Hand the manifests of ``row`` to ``pool`` to check."""
+    if not row.manifest:
+        return
+    where = f"{table}[{row.id}].manifest"
+    if table != "benchmark_runs":
+        pool.submit(bytes(row.manifest), where)
+        return
     try:
-        source_rows: list[dict[str, Any]] = [_ROW.decode(r) for r in raw["sources"]]
-        tables = {
-            t: [_ROW_TYPED.decode(r) for r in rows] for t, rows in raw.items() if t != "sources"
-        }
-    except msgspec.DecodeError as exc:
-        raise InvalidManifest(f"{source_name}: a row is not a catalog row: {exc}") from None
-    tables = defaultdict(list, tables)
-    cache = _Cache(source_name)
+        parts = _RUN_MANIFESTS.decode(row.manifest)
+    except msgspec.DecodeError:
+        return  # rejected, with the reason, when the plan is built
+    pool.submit(bytes(parts.run), f"{where}.run")
+    pool.submit(bytes(parts.protocol), f"{where}.protocol")
+    pool.submit(bytes(parts.environment), f"{where}.environment")
+
+
+def _plan_rows(f: SourceFile, read: _Tables, pool: CheckPool, out: Plan) -> None:
+    source_rows, tables = read.sources, read.rows
+    cache = _Cache(pool)
     slugs = {r["id"]: r["slug"] for r in source_rows}
     for source_row in source_rows:
         policy = source_row.get("policy") or {}

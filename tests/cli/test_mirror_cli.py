@@ -18,7 +18,7 @@ from events.merkle import leaf_hash
 from events.tiles import decode_bundle, encode_bundle
 from keys import NoteSigner, SigningKey, sign_note
 from tests.cli.conftest import Runner
-from tests.corpora import corpus
+from tests.corpora import corpus, shared_file
 from tests.mirrors import ORIGIN, Origin, build_origin, grow, log_bytes
 from tests.servers import closed_port, served
 
@@ -116,6 +116,10 @@ def test_a_mirror_takes_the_new_entries_and_refuses_local_writes(
     ingested = bp("ingest", "manifest", *sorted(examples.glob("*.yaml")), "--data", mirror)
     assert ingested.returncode == 2
     assert "mirror of mirror.test/log" in ingested.stderr
+    # What the mirror holds already is no write: that import answers "nothing new".
+    held_again = bp("ingest", "manifest", shared_file("seed-manifest.json"), "--data", mirror)
+    assert held_again.returncode == 0, held_again.stderr
+    assert "nothing new" in held_again.stdout + held_again.stderr
     initialised = bp("init", "--data", mirror)
     assert initialised.returncode == 2 and "mirror" in initialised.stderr
     receipt = bp("cite", origin.runs[0], "--format", "receipt", "--data", mirror)

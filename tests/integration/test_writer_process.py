@@ -16,15 +16,19 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+import msgspec
 import pytest
 
-from events.entries import INTOTO_PAYLOAD_TYPE
+from events.decoding import decoded_event, statement_event
+from events.entries import INTOTO_PAYLOAD_TYPE, Pending, read_entry
 from events.stores.sqlite import SqliteLog
 from events.types import KeyRevoked
 from keys import SigningKey, encode_envelope, sign_envelope
 from service.app.attest import UnknownAttester, attester_still_valid, post_attestation
+from service.app.verify import verify
 from service.commands.attest import statement
-from service.core.ledger import Ledger
+from service.core.ledger import Ledger, pending_of
+from service.core.signing import envelope_signer
 from service.core.statechecks import StateCheck, bind, check_of
 from service.core.writer import (
     WriterClient,
@@ -252,3 +256,44 @@ def test_a_writer_that_goes_silent_after_the_request_says_it_may_be_recorded(
         server.close()
     problem = to_problem(sync_gone.value)
     assert problem.status_code == 503 and "may have been recorded" in str(problem.detail)
+
+
+def test_a_request_prepared_before_its_turn_records_what_the_store_would(tmp_path: Path) -> None:
+    """The group commit's callers prepare their pendings before they wait (the event decoded,
+    a small batch's index envelopes signed): the entries are those the store would have made,
+    and the log verifies."""
+    keys = [SigningKey.generate()]
+    data = tmp_path / "data"
+    run = log_with_attesters(data, keys)
+    payload = statement(run, {"kind": "environment-note", "note": "prepared"})
+    envelope = encode_envelope(sign_envelope(INTOTO_PAYLOAD_TYPE, payload, keys[0]))
+    with Ledger.open(data) as ledger:
+        posted = Pending(
+            type="attestation.posted.v1",
+            subject=run,
+            payload=payload,
+            payload_type=INTOTO_PAYLOAD_TYPE,
+            envelope=envelope,
+        )
+        revoked = pending_of(KeyRevoked(keyId=keys[0].key_id, reason="lost"), keys[0].key_id)
+        prepared = ledger._prepared([posted, revoked])
+        # The attester's envelope is kept; the index signs the event it appends itself.
+        assert prepared[0].envelope == envelope
+        assert prepared[1].envelope is not None
+        assert envelope_signer(prepared[1].envelope) == ledger.signers.index.key_id
+        assert prepared[0].decoded == statement_event(
+            "attestation.posted.v1", payload, keys[0].key_id
+        )
+        # A payload that does not decode is left for the store to refuse, as it does today.
+        garbage = msgspec.structs.replace(posted, payload=b"{", envelope=None)
+        assert decoded_event(msgspec.structs.replace(garbage, signer="k")) is None
+        answers = ledger.append_pending([posted, revoked])
+        assert [a.new for a in answers] == [True, True]
+        stored = {
+            e.seq: e
+            for e in (read_entry(leaf, position=seq) for seq, leaf in ledger.store.leaves())
+        }
+    assert stored[answers[0].seq].payload == payload
+    assert stored[answers[1].seq].type == "key.revoked.v1"
+    report = verify(data)
+    assert report.ok, report.findings
