@@ -87,14 +87,16 @@ _DDL = {
         parameters {blob} NOT NULL, PRIMARY KEY (policy, valid_from))""",
 }
 
-# ``workload_digest`` is a real column that the neighbours query filters on beside the partial
-# index on current runs' hardware; an index of its own made a rebuild 12 % slower (measured side
-# by side, issue 26), so reads at scale decide it with their own figures.
+# ``p_runs_current_workload`` serves the neighbours query ("better elsewhere": the current runs
+# of one workload on one hardware, by value). Without it that query read every current run on
+# the hardware, and ``runs show`` grew with the index: 7.3 ms p99 at 10k catalog-shaped runs,
+# 17 ms at 20k, 1.2 ms with it (issue 28, docs/benchmarks.md).
 _INDEXES = [
     "CREATE INDEX IF NOT EXISTS p_runs_group ON p_runs (group_key, primary_value)",
     "CREATE INDEX IF NOT EXISTS p_runs_current_source ON p_runs (source, run_digest) WHERE valid_to IS NULL",
     "CREATE INDEX IF NOT EXISTS p_runs_current_level ON p_runs (evidence_level, run_digest) WHERE valid_to IS NULL",
     "CREATE INDEX IF NOT EXISTS p_runs_current_hardware ON p_runs (hardware, run_digest) WHERE valid_to IS NULL",
+    "CREATE INDEX IF NOT EXISTS p_runs_current_workload ON p_runs (workload_digest, hardware, primary_value) WHERE valid_to IS NULL",
     "CREATE INDEX IF NOT EXISTS p_aliases_run ON p_aliases (run_digest)",
     "CREATE INDEX IF NOT EXISTS p_waiting_run ON p_waiting (run_digest)",
     "CREATE INDEX IF NOT EXISTS p_leaders_current ON p_leaders (group_key, at) WHERE valid_to IS NULL",

@@ -233,7 +233,7 @@ def _measure(
             "--log-key",
             key_file,
             "--sample",
-            2000,
+            200,
             "--seed",
             1,
             "--json",
