@@ -38,7 +38,8 @@ __all__ = ["FORMAT", "Materializer"]
 # 10: the fields queries filter and sort on are columns (p_runs: name, title, benchmark,
 #     workload_digest, operation_digest; p_manifests: title; p_attestations: predicate_kind);
 #     text columns hold U+0000 as U+0001 on every store (``projections.columns``).
-# 11: current runs are indexed by (workload, hardware, value), for the neighbours query.
+# 11: current runs are indexed by (workload, hardware, value), for the neighbours query, and
+#     keep the search order's key (k_workload, k_unvalued, k_value) in that order's index.
 FORMAT = 11
 
 

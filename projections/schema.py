@@ -28,8 +28,11 @@ _DDL = {
         direction {text} NOT NULL, observed_at {text} NOT NULL, source {text} NOT NULL,
         evidence_level {text} NOT NULL, hardware {text}, status {text} NOT NULL, view {blob} NOT NULL,
         name {text} NOT NULL, title {text}, benchmark {text}, workload_digest {text},
-        operation_digest {text},
+        operation_digest {text}, k_workload {text}, k_unvalued {integer} NOT NULL,
+        k_value {real} NOT NULL,
         PRIMARY KEY (run_digest, valid_from))""",
+    "p_run_sources": """CREATE TABLE IF NOT EXISTS p_run_sources (
+        source {text} PRIMARY KEY, runs {integer} NOT NULL)""",
     "p_aliases": """CREATE TABLE IF NOT EXISTS p_aliases (
         alias {text} NOT NULL, run_digest {text} NOT NULL, valid_from {integer} NOT NULL,
         PRIMARY KEY (alias, run_digest))""",
@@ -87,6 +90,14 @@ _DDL = {
         parameters {blob} NOT NULL, PRIMARY KEY (policy, valid_from))""",
 }
 
+# ``p_run_sources`` counts the runs of each source now (a run has one current version), kept
+# as the fold runs: the search page names every source with its count, and a count over every
+# current run grew with the index (120 ms at 100k runs). An ``asOf`` read counts the versions.
+# ``k_workload``, ``k_unvalued`` and ``k_value`` are the search order's key of a current run
+# (``projections.queries.search``), kept as the fold runs so that a page of the search reads
+# ``p_runs_current_order`` in order and stops at its last run. ``k_workload`` is the run's
+# benchmark, else its workload manifest's name as the log holds it now, else its name; it is
+# NULL in a closed version (an ``asOf`` search computes the key as of its size instead).
 # ``p_runs_current_workload`` serves the neighbours query ("better elsewhere": the current runs
 # of one workload on one hardware, by value). Without it that query read every current run on
 # the hardware, and ``runs show`` grew with the index: 7.3 ms p99 at 10k catalog-shaped runs,
@@ -97,6 +108,7 @@ _INDEXES = [
     "CREATE INDEX IF NOT EXISTS p_runs_current_level ON p_runs (evidence_level, run_digest) WHERE valid_to IS NULL",
     "CREATE INDEX IF NOT EXISTS p_runs_current_hardware ON p_runs (hardware, run_digest) WHERE valid_to IS NULL",
     "CREATE INDEX IF NOT EXISTS p_runs_current_workload ON p_runs (workload_digest, hardware, primary_value) WHERE valid_to IS NULL",
+    "CREATE INDEX IF NOT EXISTS p_runs_current_order ON p_runs (k_workload, k_unvalued, k_value, run_digest) WHERE valid_to IS NULL",
     "CREATE INDEX IF NOT EXISTS p_aliases_run ON p_aliases (run_digest)",
     "CREATE INDEX IF NOT EXISTS p_waiting_run ON p_waiting (run_digest)",
     "CREATE INDEX IF NOT EXISTS p_leaders_current ON p_leaders (group_key, at) WHERE valid_to IS NULL",
@@ -137,12 +149,13 @@ def drop(conn: Session) -> None:
 
 # A table rebuilt into several scratch databases (``projections.shards``: SQLite files attached
 # to one connection) is the union of their rows, except that a manifest recorded by several
-# shards keeps its first position and a key's count of entries signed is the sum of the
-# shards' counts.
+# shards keeps its first position, and a key's count of entries signed and a source's count of
+# runs are the sums of the shards' counts.
 _UNION = {
     "p_manifests": "SELECT digest, kind, name, min(valid_from) AS valid_from, body, title"
     " FROM ({union}) GROUP BY digest",
     "p_signers": "SELECT key_id, sum(entries) AS entries FROM ({union}) GROUP BY key_id",
+    "p_run_sources": "SELECT source, sum(runs) AS runs FROM ({union}) GROUP BY source",
 }
 _ONE = {table: sql(sqlite=f"SELECT * FROM {{schema}}.{table}") for table in TABLES}  # noqa: S608
 _ALL = {table: sql(sqlite=_UNION.get(table, "{union}")) for table in TABLES}
@@ -154,4 +167,30 @@ def rebuilt_rows(schemas: Sequence[str], table: str) -> Statement:
     if len(schemas) == 1:
         return _ONE[table].named(schema=schemas[0])
     union = " UNION ALL ".join(f"SELECT * FROM {s}.{table}" for s in schemas)  # noqa: S608
+    if table == "p_runs":
+        return _runs_rebuilt(schemas, union)
     return _ALL[table].named(union=union)
+
+
+# A current run's search key without a benchmark names its workload manifest, which another
+# shard may have recorded: settled again over every shard's manifests.
+_RUN_COLUMNS = (
+    "run_digest, valid_from, valid_to, kind, group_key, eligible, primary_value, direction,"
+    " observed_at, source, evidence_level, hardware, status, view, name, title, benchmark,"
+    " workload_digest, operation_digest"
+)
+
+
+_RUNS_ALL = sql(
+    sqlite=f"SELECT {_RUN_COLUMNS}, CASE WHEN r.valid_to IS NULL"  # noqa: S608
+    " AND COALESCE(r.benchmark, '') = '' THEN COALESCE(({names} LIMIT 1), r.name)"
+    " ELSE r.k_workload END, r.k_unvalued, r.k_value FROM ({union}) AS r"
+)
+
+
+def _runs_rebuilt(schemas: Sequence[str], union: str) -> Statement:
+    names = " UNION ALL ".join(
+        f"SELECT NULLIF(name, '') FROM {s}.p_manifests WHERE digest = r.workload_digest"  # noqa: S608
+        for s in schemas
+    )
+    return _RUNS_ALL.named(union=union, names=names)
