@@ -97,7 +97,10 @@ _DDL = {
 # (``projections.queries.search``), kept as the fold runs so that a page of the search reads
 # ``p_runs_current_order`` in order and stops at its last run. ``k_workload`` is the run's
 # benchmark, else its workload manifest's name as the log holds it now, else its name; it is
-# NULL in a closed version (an ``asOf`` search computes the key as of its size instead).
+# NULL in a closed version (an ``asOf`` search computes the key as of its size instead). The
+# index also holds the columns a text matches (name, title, benchmark, operation), so a search
+# for a rare text reads the index alone, not the runs' rows: 230 against 45 ms for a text no run
+# has at 100k runs. ``p_manifests_operations`` holds the operations a text may name.
 # ``p_runs_current_workload`` serves the neighbours query ("better elsewhere": the current runs
 # of one workload on one hardware, by value). Without it that query read every current run on
 # the hardware, and ``runs show`` grew with the index: 7.3 ms p99 at 10k catalog-shaped runs,
@@ -108,7 +111,8 @@ _INDEXES = [
     "CREATE INDEX IF NOT EXISTS p_runs_current_level ON p_runs (evidence_level, run_digest) WHERE valid_to IS NULL",
     "CREATE INDEX IF NOT EXISTS p_runs_current_hardware ON p_runs (hardware, run_digest) WHERE valid_to IS NULL",
     "CREATE INDEX IF NOT EXISTS p_runs_current_workload ON p_runs (workload_digest, hardware, primary_value) WHERE valid_to IS NULL",
-    "CREATE INDEX IF NOT EXISTS p_runs_current_order ON p_runs (k_workload, k_unvalued, k_value, run_digest) WHERE valid_to IS NULL",
+    "CREATE INDEX IF NOT EXISTS p_runs_current_order ON p_runs (k_workload, k_unvalued, k_value, run_digest, name, title, benchmark, operation_digest) WHERE valid_to IS NULL",
+    "CREATE INDEX IF NOT EXISTS p_manifests_operations ON p_manifests (digest, valid_from, name, title) WHERE kind = 'OperationSpec'",
     "CREATE INDEX IF NOT EXISTS p_aliases_run ON p_aliases (run_digest)",
     "CREATE INDEX IF NOT EXISTS p_waiting_run ON p_waiting (run_digest)",
     "CREATE INDEX IF NOT EXISTS p_leaders_current ON p_leaders (group_key, at) WHERE valid_to IS NULL",
