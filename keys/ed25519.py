@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 
+import nacl.bindings
 import nacl.signing
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
@@ -41,6 +42,12 @@ class VerifyingKey:
         self = object.__new__(cls)
         self._key = key
         self._raw = key.public_bytes_raw()
+        if not nacl.bindings.crypto_core_ed25519_is_valid_point(self._raw):
+            # A small-order or non-canonical point: libsodium verifies nothing against it (and
+            # OpenSSL accepted forgeries for it), so it is no key.
+            raise KeyringError(
+                "not a valid Ed25519 public key (a small-order or non-canonical point)"
+            )
         self._key_id = hashlib.sha256(self._raw).hexdigest()
         # Signatures are checked by libsodium (PyNaCl): 1.6 to 1.9 times the rate of OpenSSL's
         # Ed25519 here (docs/benchmarks.md, issue 28); keys are made and read by cryptography.
@@ -102,8 +109,8 @@ class VerifyingKey:
             VerificationError: the signature does not verify (any length, any content).
         """
         try:
-            self._checker.verify(message, signature)
-        except (BadSignatureError, ValueError, TypeError):
+            self._checker.verify(bytes(message), bytes(signature))
+        except (BadSignatureError, ValueError):
             # The library's reason adds nothing a caller can act on.
             raise VerificationError(
                 "Ed25519 signature does not verify", key_id=self._key_id

@@ -51,7 +51,12 @@ class Materializer:
         self.conn = conn
         self.rows = RowStore(conn)
         if create:
-            schema.create(conn)
+            # Tables first: projections of another format are rebuilt (dropped and made again,
+            # indexes and all) when the ledger opens, and an index of this format may name a
+            # column their tables lack.
+            schema.create(conn, indexes=False)
+            if not self.stale():
+                schema.create(conn)
         self._keyring = KeyringCache()  # follows other writers; dropped by a rollback
         self._carried: Batch | None = None
 

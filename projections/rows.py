@@ -54,10 +54,10 @@ _CLOSE_RUN = sql(
 )
 _RUN_ROW = sql("INSERT INTO p_runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
 # The search key's workload of a current run without a benchmark: its workload manifest's name
-# if the log holds it (else its own name). Run once a batch for the runs it wrote a current
-# version of. A manifest that arrives later is one such a run waits on, and its arrival writes
-# the run a new version (so this runs again); the replay's comparison with a rebuild, which
-# settles the key over every shard's manifests (``schema.rebuilt_rows``), would show otherwise.
+# as first recorded, if the log holds it (else its own name). Settled once a batch for the runs
+# it wrote a current version of, and for the current runs naming a manifest it recorded (a
+# workload may arrive with no new version of a run that waits on it: the same run ingested
+# again, carrying it).
 _RUN_SOURCES = sql(
     "INSERT INTO p_run_sources VALUES (?, ?) ON CONFLICT (source)"
     " DO UPDATE SET runs = p_run_sources.runs + excluded.runs"
@@ -66,6 +66,11 @@ _KEY_OF_RUN = sql(
     "UPDATE p_runs SET k_workload = COALESCE((SELECT NULLIF(m.name, '') FROM p_manifests m"
     " WHERE m.digest = p_runs.workload_digest), name)"
     " WHERE run_digest = ? AND valid_to IS NULL AND COALESCE(benchmark, '') = ''"
+)
+_KEY_OF_WORKLOAD = sql(
+    "UPDATE p_runs SET k_workload = COALESCE((SELECT NULLIF(m.name, '') FROM p_manifests m"
+    " WHERE m.digest = p_runs.workload_digest), name)"
+    " WHERE workload_digest = ? AND valid_to IS NULL AND COALESCE(benchmark, '') = ''"
 )
 _CLOSE_GROUP = sql("UPDATE p_groups SET valid_to = ? WHERE group_key = ? AND valid_to IS NULL")
 _GROUP_ROW = sql("INSERT INTO p_groups VALUES (?,?,?,?,?,?,?,?,?)")
@@ -283,6 +288,7 @@ class RowStore:
                 _SIGNERS, _texts(sorted(Counter(key for key, _ in changes.signed).items()))
             )
         conn.executemany(_MANIFEST, _texts((d, *rest) for d, rest in changes.manifests.items()))
+        conn.executemany(_KEY_OF_WORKLOAD, _texts((d,) for d in changes.manifests))
         conn.executemany(
             _KEY_OF_RUN,
             _texts(

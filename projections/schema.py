@@ -111,7 +111,7 @@ _INDEXES = [
     "CREATE INDEX IF NOT EXISTS p_runs_current_level ON p_runs (evidence_level, run_digest) WHERE valid_to IS NULL",
     "CREATE INDEX IF NOT EXISTS p_runs_current_hardware ON p_runs (hardware, run_digest) WHERE valid_to IS NULL",
     "CREATE INDEX IF NOT EXISTS p_runs_current_workload ON p_runs (workload_digest, hardware, primary_value) WHERE valid_to IS NULL",
-    "CREATE INDEX IF NOT EXISTS p_runs_current_order ON p_runs (k_workload, k_unvalued, k_value, run_digest, name, title, benchmark, operation_digest) WHERE valid_to IS NULL",
+    "CREATE INDEX IF NOT EXISTS p_runs_current_order ON p_runs (k_workload, k_unvalued, k_value, run_digest{covering}) WHERE valid_to IS NULL",
     "CREATE INDEX IF NOT EXISTS p_manifests_operations ON p_manifests (digest, valid_from, name, title) WHERE kind = 'OperationSpec'",
     "CREATE INDEX IF NOT EXISTS p_aliases_run ON p_aliases (run_digest)",
     "CREATE INDEX IF NOT EXISTS p_waiting_run ON p_waiting (run_digest)",
@@ -123,11 +123,20 @@ _INDEXES = [
 ]
 
 TABLES = tuple(_DDL)
+# On SQLite the search order's index also covers the columns a text matches. PostgreSQL keeps
+# it to the key: a B-tree entry there is limited to about 2.7 kB, which long names, titles and
+# benchmarks of four-byte characters could pass.
+_COVERING = ", name, title, benchmark, operation_digest"
 NAMES = TABLES + tuple(ddl.split()[5] for ddl in _INDEXES)
 """Every table and index ``create`` makes (all present: nothing to create)."""
 
 _CREATE = [sql(ddl) for ddl in _DDL.values()]
-_CREATE_INDEX = [sql(ddl) for ddl in _INDEXES]
+_CREATE_INDEX = [
+    sql(sqlite=ddl.replace("{covering}", _COVERING), postgresql=ddl.replace("{covering}", ""))
+    if "{covering}" in ddl
+    else sql(ddl)
+    for ddl in _INDEXES
+]
 _DROP = [sql(f"DROP TABLE IF EXISTS {table}") for table in TABLES]
 INSERT = {table: sql(f"INSERT INTO {table} VALUES ({{marks}})") for table in TABLES}  # noqa: S608
 """A row of each table (``Statement.marks``: one parameter per column)."""
@@ -187,14 +196,17 @@ _RUN_COLUMNS = (
 
 _RUNS_ALL = sql(
     sqlite=f"SELECT {_RUN_COLUMNS}, CASE WHEN r.valid_to IS NULL"  # noqa: S608
-    " AND COALESCE(r.benchmark, '') = '' THEN COALESCE(({names} LIMIT 1), r.name)"
-    " ELSE r.k_workload END, r.k_unvalued, r.k_value FROM ({union}) AS r"
+    " AND COALESCE(r.benchmark, '') = '' THEN COALESCE((SELECT NULLIF(m.name, '')"
+    " FROM ({names}) AS m ORDER BY m.valid_from LIMIT 1), r.name)"
+    " ELSE r.k_workload END AS k_workload, r.k_unvalued, r.k_value FROM ({union}) AS r"
 )
 
 
 def _runs_rebuilt(schemas: Sequence[str], union: str) -> Statement:
+    """``p_runs`` over the shards, each current run's key settled by the name its workload
+    manifest was first recorded with (as ``p_manifests``' union keeps it)."""
     names = " UNION ALL ".join(
-        f"SELECT NULLIF(name, '') FROM {s}.p_manifests WHERE digest = r.workload_digest"  # noqa: S608
+        f"SELECT name, valid_from FROM {s}.p_manifests WHERE digest = r.workload_digest"  # noqa: S608
         for s in schemas
     )
     return _RUNS_ALL.named(union=union, names=names)

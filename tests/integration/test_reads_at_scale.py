@@ -101,3 +101,91 @@ def test_the_catalog_searched_now_and_as_of_now_agree(tmp_path: Path) -> None:
     assert now == then
     sources = now[-2]
     assert sum(s.runs for s in sources) == 8579  # type: ignore[attr-defined]
+
+
+def test_a_run_ingested_again_with_its_workload_gets_the_workloads_key(tmp_path: Path) -> None:
+    """A run first ingested without its workload waits on it; the same run ingested again,
+    carrying it, writes no new version of the run, and the key still follows the manifest."""
+    from service.app.replay import replay
+
+    ledger, _ = init_data_dir(tmp_path / "d")
+    with ledger:
+        parts = bundle(group=1, author=1, value=1000)
+        ledger.append([(ingest_event(parts, drop=("workload",)), parts["run"].digest)])
+        ledger.append([(ingest_event(parts, aliases=("again",)), parts["run"].digest)])
+        now, then = _orders(ledger.store.session, ledger.store.size)
+        assert now == then
+        key = dict((d, k) for k, d in now[:-2])[parts["run"].digest]
+        assert key.workload == parts["workload"].name
+        for parallel in (False, True):
+            report = replay(ledger, parallel=parallel)
+            assert report.ok, report.differences
+
+
+def test_a_sharded_rebuild_keys_a_workload_by_its_first_name(tmp_path: Path) -> None:
+    """Two runs in two shards carry one workload spec under two names: the name first
+    recorded is the key's, in the incremental projections and in the rebuild alike."""
+    import copy
+
+    from events import check_manifest
+    from projections.shards import shard_of
+    from service.app.replay import replay
+
+    ledger, _ = init_data_dir(tmp_path / "d")
+    with ledger:
+        # The first run in the second shard: a rebuild that took the name of the shard it reads
+        # first would take the second run's.
+        first = next(
+            b
+            for b in (bundle(group=2, author=a, value=1000) for a in range(40))
+            if shard_of(b["run"].digest, 2) == 1
+        )
+        second = next(
+            b
+            for b in (bundle(group=2, author=a, value=900) for a in range(40, 80))
+            if shard_of(b["run"].digest, 2) == 0
+        )
+        renamed = copy.deepcopy(first["workload"].manifest)
+        renamed["metadata"]["name"] = "zzz-renamed"
+        second["workload"] = check_manifest(renamed, source="test")
+        assert second["workload"].digest == first["workload"].digest
+        ledger.append([(ingest_event(first), first["run"].digest)])
+        ledger.append([(ingest_event(second), second["run"].digest)])
+        now, then = _orders(ledger.store.session, ledger.store.size)
+        assert now == then
+        keys = {d: k.workload for k, d in now[:-2]}
+        assert keys[second["run"].digest] == first["workload"].name
+        report = replay(ledger, parallel=True)
+        assert report.ok, report.differences
+
+
+def test_projections_of_the_format_before_are_rebuilt_when_the_log_opens(tmp_path: Path) -> None:
+    """A data directory whose projections were folded by the code before (format 10: no search
+    key, no source counts) opens, and its projections are rebuilt in this format."""
+    import sqlite3
+
+    from projections.materialize import FORMAT
+    from projections.queries.search import search_runs
+    from service.core.ledger import Ledger
+
+    data = tmp_path / "d"
+    ledger, _ = init_data_dir(data)
+    with ledger:
+        parts = bundle(group=1, author=1, value=1000)
+        ledger.append([(ingest_event(parts), parts["run"].digest)])
+    db = sqlite3.connect(data / "benchproof.db", isolation_level=None)
+    for index in ("p_runs_current_order", "p_runs_current_workload", "p_manifests_operations"):
+        db.execute(f"DROP INDEX {index}")
+    for column in ("k_workload", "k_unvalued", "k_value"):
+        db.execute(f"ALTER TABLE p_runs DROP COLUMN {column}")
+    db.execute("DROP TABLE p_run_sources")
+    db.execute("UPDATE p_state SET position = 10 WHERE projection = 'format'")
+    db.close()
+    with Ledger.open(data) as reopened:
+        conn = reopened.store.session
+        found = search_runs(conn, limit=None)
+        assert [f.view.runDigest for f in found] == [parts["run"].digest]
+        (stored,) = conn.execute(
+            "SELECT position FROM p_state WHERE projection = 'format'"
+        ).fetchone()
+        assert stored == FORMAT
