@@ -55,9 +55,9 @@ _CLOSE_RUN = sql(
 _RUN_ROW = sql("INSERT INTO p_runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
 # The search key's workload of a current run without a benchmark: its workload manifest's name
 # as first recorded, if the log holds it (else its own name). Settled once a batch for the runs
-# it wrote a current version of, and for the current runs naming a manifest it recorded (a
-# workload may arrive with no new version of a run that waits on it: the same run ingested
-# again, carrying it).
+# it wrote a current version of, and for the current runs still waiting on a manifest it
+# recorded (a workload may arrive with no new version of a run that waits on it: the same run
+# ingested again, carrying it).
 _RUN_SOURCES = sql(
     "INSERT INTO p_run_sources VALUES (?, ?) ON CONFLICT (source)"
     " DO UPDATE SET runs = p_run_sources.runs + excluded.runs"
@@ -70,7 +70,8 @@ _KEY_OF_RUN = sql(
 _KEY_OF_WORKLOAD = sql(
     "UPDATE p_runs SET k_workload = COALESCE((SELECT NULLIF(m.name, '') FROM p_manifests m"
     " WHERE m.digest = p_runs.workload_digest), name)"
-    " WHERE workload_digest = ? AND valid_to IS NULL AND COALESCE(benchmark, '') = ''"
+    " WHERE run_digest IN (SELECT run_digest FROM p_waiting WHERE digest = ?)"
+    " AND workload_digest = ? AND valid_to IS NULL AND COALESCE(benchmark, '') = ''"
 )
 _CLOSE_GROUP = sql("UPDATE p_groups SET valid_to = ? WHERE group_key = ? AND valid_to IS NULL")
 _GROUP_ROW = sql("INSERT INTO p_groups VALUES (?,?,?,?,?,?,?,?,?)")
@@ -288,7 +289,9 @@ class RowStore:
                 _SIGNERS, _texts(sorted(Counter(key for key, _ in changes.signed).items()))
             )
         conn.executemany(_MANIFEST, _texts((d, *rest) for d, rest in changes.manifests.items()))
-        conn.executemany(_KEY_OF_WORKLOAD, _texts((d,) for d in changes.manifests))
+        # Through the runs that wait on each manifest (``p_waiting``'s key): a rebuild, which
+        # makes the indexes at its end, must not read every run for each manifest.
+        conn.executemany(_KEY_OF_WORKLOAD, _texts((d, d) for d in changes.manifests))
         conn.executemany(
             _KEY_OF_RUN,
             _texts(
