@@ -38,7 +38,9 @@ __all__ = ["FORMAT", "Materializer"]
 # 10: the fields queries filter and sort on are columns (p_runs: name, title, benchmark,
 #     workload_digest, operation_digest; p_manifests: title; p_attestations: predicate_kind);
 #     text columns hold U+0000 as U+0001 on every store (``projections.columns``).
-FORMAT = 10
+# 11: current runs are indexed by (workload, hardware, value), for the neighbours query, and
+#     keep the search order's key (k_workload, k_unvalued, k_value) in that order's index.
+FORMAT = 11
 
 
 class Materializer:
@@ -49,7 +51,12 @@ class Materializer:
         self.conn = conn
         self.rows = RowStore(conn)
         if create:
-            schema.create(conn)
+            # Tables first: projections of another format are rebuilt (dropped and made again,
+            # indexes and all) when the ledger opens, and an index of this format may name a
+            # column their tables lack.
+            schema.create(conn, indexes=False)
+            if not self.stale():
+                schema.create(conn)
         self._keyring = KeyringCache()  # follows other writers; dropped by a rollback
         self._carried: Batch | None = None
 

@@ -49,8 +49,30 @@ _LEADERS = sql(
     "SELECT run_digest, previous_run_digest, at, cause, policy_version, valid_from"
     " FROM p_leaders WHERE group_key = ? AND valid_to IS NULL ORDER BY at, run_digest"
 )
-_CLOSE_RUN = sql("UPDATE p_runs SET valid_to = ? WHERE run_digest = ? AND valid_to IS NULL")
-_RUN_ROW = sql("INSERT INTO p_runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+_CLOSE_RUN = sql(
+    "UPDATE p_runs SET valid_to = ?, k_workload = NULL WHERE run_digest = ? AND valid_to IS NULL"
+)
+_RUN_ROW = sql("INSERT INTO p_runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+# The search key's workload of a current run without a benchmark: its workload manifest's name
+# as first recorded, if the log holds it (else its own name). Settled once a batch for the runs
+# it wrote a current version of, and for the current runs still waiting on a manifest it
+# recorded (a workload may arrive with no new version of a run that waits on it: the same run
+# ingested again, carrying it).
+_RUN_SOURCES = sql(
+    "INSERT INTO p_run_sources VALUES (?, ?) ON CONFLICT (source)"
+    " DO UPDATE SET runs = p_run_sources.runs + excluded.runs"
+)
+_KEY_OF_RUN = sql(
+    "UPDATE p_runs SET k_workload = COALESCE((SELECT NULLIF(m.name, '') FROM p_manifests m"
+    " WHERE m.digest = p_runs.workload_digest), name)"
+    " WHERE run_digest = ? AND valid_to IS NULL AND COALESCE(benchmark, '') = ''"
+)
+_KEY_OF_WORKLOAD = sql(
+    "UPDATE p_runs SET k_workload = COALESCE((SELECT NULLIF(m.name, '') FROM p_manifests m"
+    " WHERE m.digest = p_runs.workload_digest), name)"
+    " WHERE run_digest IN (SELECT run_digest FROM p_waiting WHERE digest = ?)"
+    " AND workload_digest = ? AND valid_to IS NULL AND COALESCE(benchmark, '') = ''"
+)
 _CLOSE_GROUP = sql("UPDATE p_groups SET valid_to = ? WHERE group_key = ? AND valid_to IS NULL")
 _GROUP_ROW = sql("INSERT INTO p_groups VALUES (?,?,?,?,?,?,?,?,?)")
 _CLOSE_LEADER = sql(
@@ -134,6 +156,15 @@ def _run_row(
         view.benchmark,
         view.workloadDigest,
         view.operationDigest,
+        # The search key (``projections.schema``): the workload is settled in SQL for a run
+        # without a benchmark (``_KEY_OF_RUN``); a closed version keeps none.
+        None if valid_to is not None else (view.benchmark or view.name),
+        1 if view.primaryValue is None else 0,
+        0.0
+        if view.primaryValue is None
+        else -view.primaryValue
+        if view.direction == "higher"
+        else view.primaryValue,
     )
     # The view's JSON writes a U+0000 in any of its text as the escape (msgspec): without one,
     # no column of the row holds it.
@@ -221,6 +252,13 @@ class RowStore:
                 for valid_from, valid_to, view in versions
             ],
         )
+        # A run the database held no current version of is new: its source has one more.
+        new_runs = Counter(
+            versions[-1][2].source
+            for digest, versions in changes.runs.rows.items()
+            if digest not in changes.runs.close_db
+        )
+        conn.executemany(_RUN_SOURCES, _texts(sorted(new_runs.items())))
         conn.executemany(_CLOSE_GROUP, _texts((v, k) for k, v in changes.groups.close_db.items()))
         conn.executemany(
             _GROUP_ROW,
@@ -251,6 +289,17 @@ class RowStore:
                 _SIGNERS, _texts(sorted(Counter(key for key, _ in changes.signed).items()))
             )
         conn.executemany(_MANIFEST, _texts((d, *rest) for d, rest in changes.manifests.items()))
+        # Through the runs that wait on each manifest (``p_waiting``'s key): a rebuild, which
+        # makes the indexes at its end, must not read every run for each manifest.
+        conn.executemany(_KEY_OF_WORKLOAD, _texts((d, d) for d in changes.manifests))
+        conn.executemany(
+            _KEY_OF_RUN,
+            _texts(
+                (digest,)
+                for digest, versions in changes.runs.rows.items()
+                if versions[-1][1] is None and not versions[-1][2].benchmark
+            ),
+        )
         for table, rows in changes.inserts.items():
             conn.executemany(_RECORD[table].marks(len(rows[0])), _texts(rows))
         for what, rows in changes.updates.items():

@@ -11,7 +11,7 @@ import msgspec
 from events.port import Session
 from events.statements import sql
 from projections.columns import column_text
-from projections.queries._asof import LIVE, RUN, at
+from projections.queries._asof import FAR, LIVE, RUN, at
 from projections.views import RunView
 
 __all__ = [
@@ -40,6 +40,7 @@ class Source(msgspec.Struct, frozen=True):
 
 
 _RUN_COUNTS = sql(f"SELECT source, count(*) FROM p_runs WHERE {LIVE} GROUP BY source")
+_RUN_COUNTS_NOW = sql("SELECT source, runs FROM p_run_sources")
 _SOURCES = sql(
     "SELECT source, name, url, license, notice FROM p_sources WHERE valid_from <= ? ORDER BY name"
 )
@@ -49,7 +50,10 @@ _HARDWARE = sql(
 
 
 def _run_counts(conn: Session, p: int) -> dict[str, int]:
-    rows = conn.execute(_RUN_COUNTS, (p, p)).fetchall()
+    """The runs of each source as of the size ``p`` (``FAR``: now, as the fold keeps them)."""
+    rows = (
+        conn.execute(_RUN_COUNTS_NOW) if p == FAR else conn.execute(_RUN_COUNTS, (p, p))
+    ).fetchall()
     return {str(source): int(n) for source, n in rows}
 
 
@@ -81,8 +85,21 @@ def run_sources(conn: Session, as_of: int | None = None) -> list[Source]:
     ]
 
 
+# Now: from one accelerator to the next in the partial index of current runs by hardware, a
+# step per accelerator (not a row per run).
+_HARDWARE_NOW = sql(
+    "WITH RECURSIVE h(name) AS ("
+    " SELECT min(hardware) FROM p_runs WHERE valid_to IS NULL AND hardware IS NOT NULL"
+    " UNION ALL SELECT (SELECT min(hardware) FROM p_runs WHERE valid_to IS NULL AND hardware > h.name)"
+    " FROM h WHERE h.name IS NOT NULL)"
+    " SELECT name FROM h WHERE name IS NOT NULL"
+)
+
+
 def hardware_names(conn: Session, as_of: int | None = None) -> list[str]:
     """The distinct accelerators the runs name."""
+    if as_of is None:
+        return [r[0] for r in conn.execute(_HARDWARE_NOW)]
     p = at(as_of)
     rows = conn.execute(_HARDWARE, (p, p))
     return [r[0] for r in rows]
@@ -124,6 +141,14 @@ _SEARCH = sql(
     " ORDER BY k_workload, k_unvalued, k_value, run_digest{limit}"
 )
 _AFTER = " WHERE (k_workload, k_unvalued, k_value, run_digest) > (?, ?, ?, ?)"
+# Now (no ``asOf``): the same order, read from the key the fold keeps for every current run, in
+# the order of the partial index ``p_runs_current_order``: a page reads its runs and stops.
+_SEARCH_NOW = sql(
+    "SELECT view, run_digest, k_workload, k_unvalued, k_value FROM p_runs"
+    " WHERE valid_to IS NULL{where}{after}"
+    " ORDER BY k_workload, k_unvalued, k_value, run_digest{limit}"
+)
+_AFTER_NOW = " AND (k_workload, k_unvalued, k_value, run_digest) > (?, ?, ?, ?)"
 # A run matches a text by its name, title or benchmark, or by its operation's name or title (an
 # OperationSpec the log holds); ``{like}`` ignores the case of ASCII letters on both stores.
 _TEXT = (
@@ -156,8 +181,10 @@ def search_runs(
     best-first, then digest) after the keyset cursor ``after``; at most ``limit`` (None: all).
     The home page's search, ``GET /v1/runs`` and ``runs list`` all read runs through here."""
     p = at(as_of)
-    clauses = [LIVE]
-    params: list[Any] = [p, p, p]  # the workload's manifest, then the live version
+    now = as_of is None
+    clauses = [] if now else [LIVE]
+    # As of a size: the workload's manifest, then the live version.
+    params: list[Any] = [] if now else [p, p, p]
     for column, value in (
         ("source", source),
         ("hardware", hardware),
@@ -175,9 +202,9 @@ def search_runs(
         params += [column_text(after.workload), after.unvalued, after.value, after.digest]
     if limit is not None:
         params.append(int(limit))
-    statement = _SEARCH.format(
-        where=" AND ".join(clauses),
-        after="" if after is None else _AFTER,
+    statement = (_SEARCH_NOW if now else _SEARCH).format(
+        where="".join(f" AND {c}" for c in clauses) if now else " AND ".join(clauses),
+        after="" if after is None else _AFTER_NOW if now else _AFTER,
         limit="" if limit is None else " LIMIT ?",
     )
     return [

@@ -227,11 +227,16 @@ def _row(conn: SqliteSession, name: str, value: float | None, direction: str) ->
         primaryValue=value,
         direction=direction,  # type: ignore[arg-type]
     )
+    # The search key as the fold keeps it for a current run (projections.rows): valueless runs
+    # last, higher-is-better negated.
+    unvalued = 1 if value is None else 0
+    key = 0.0 if value is None else -value if direction == "higher" else value
     conn.execute(
         "INSERT INTO p_runs (run_digest, valid_from, kind, eligible, primary_value, direction,"
-        " observed_at, source, evidence_level, status, view, name, benchmark) VALUES (?, 1,"
-        " 'BenchmarkRun', 1, ?, ?, '2026-01-01', 's', 'reported', 'passed', ?, ?, 'wl')",
-        (digest, value, direction, _ENC.encode(view), name),
+        " observed_at, source, evidence_level, status, view, name, benchmark, k_workload,"
+        " k_unvalued, k_value) VALUES (?, 1, 'BenchmarkRun', 1, ?, ?, '2026-01-01', 's',"
+        " 'reported', 'passed', ?, ?, 'wl', 'wl', ?, ?)",
+        (digest, value, direction, _ENC.encode(view), name, unvalued, key),
     )
     return name
 
@@ -243,6 +248,8 @@ def test_higher_is_better_sorts_highest_first_and_valueless_runs_last() -> None:
         _row(conn, name, value, "higher")
     order = [f.view.name for f in search_runs(conn, limit=None)]
     assert order[:2] in (["c", "e"], ["e", "c"]) and order[2:] == ["d", "a", "b"]
+    # As of a size, the key is computed from the row: the same order.
+    assert [f.view.name for f in search_runs(conn, 5, limit=None)] == order
     paged, after = [], None
     while True:
         found = search_runs(conn, after=after, limit=2)

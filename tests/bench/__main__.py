@@ -24,11 +24,17 @@ SECTIONS = [
     "peer",
     "servers",
     "roundtrips",
+    "scale",
 ]
 # Groups name several sections at once. ``write``: every section of the write path (issue 27):
 # the attestation posts, the ingest, both stores, the peer library, the HTTP servers and
 # PostgreSQL's round trips.
-GROUPS = {"write": ["attest", "ingest", "stores", "peer", "servers", "roundtrips"]}
+# ``reads``: the read, replay, verify and memory figures as the index grows (issue 28), and the
+# HTTP figures they are ratios of.
+GROUPS = {
+    "write": ["attest", "ingest", "stores", "peer", "servers", "roundtrips"],
+    "reads": ["http", "scale"],
+}
 
 
 def _machine() -> dict[str, object]:

@@ -184,7 +184,21 @@ def main() -> None:
     line(
         "GET /runs/{shortId} dossier page, 1,000 runs", page_rps, "req/s", f"p99 {page_p99:.1f} ms"
     )
-    line("  ratio to hello-world", page_rps / hello_rps, "x")
+    page_ratios = [p[0] / h[0] for p, h in zip(rounds["page"], rounds["hello"], strict=True)]
+    line(
+        "  ratio to hello-world, median of rounds (target >= 0.3)",
+        statistics.median(page_ratios),
+        "x",
+    )
+    record(
+        "page_ratio_to_hello",
+        statistics.median(page_ratios),
+        "x",
+        "GET /runs/{shortId} dossier pages (1,000 runs rotating) over a litestar hello-world, one process each",
+        page_rps=round(page_rps, 1),
+        page_p99_ms=round(page_p99, 2),
+        hello_rps=round(hello_rps, 1),
+    )
     line("GET /v1/runs/{digest}, one hot run", hot_rps, "req/s", f"p99 {hot_p99:.1f} ms")
 
 

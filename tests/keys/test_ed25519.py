@@ -161,3 +161,20 @@ def test_shared_keys_sign_and_verify_from_threads() -> None:
     with ThreadPoolExecutor(max_workers=8) as pool:
         sigs = list(pool.map(work, messages))
     assert sigs == [key.sign(m) for m in messages]
+
+
+def test_a_small_order_point_is_no_key() -> None:
+    """libsodium (which checks the signatures) verifies nothing against a small-order point,
+    and OpenSSL accepted a forgery for one (R = identity, S = 0): such bytes are refused as a
+    key, whichever way they arrive."""
+    identity = bytes([1]) + bytes(31)
+    with pytest.raises(KeyringError, match="small-order"):
+        VerifyingKey.from_raw(identity)
+
+
+def test_a_signature_as_any_bytes_like_object_verifies() -> None:
+    key = SigningKey.generate()
+    signature = key.sign(b"message")
+    key.public.verify(bytearray(signature), memoryview(b"message"))
+    with pytest.raises(VerificationError):
+        key.public.verify(bytearray(signature), b"another message")
