@@ -150,10 +150,11 @@ def check_manifest_json(text: bytes, *, source: str, path: str = "$") -> Checked
     return Checked(kind, digest, name, normal)
 
 
-class CheckedText(msgspec.Struct, frozen=True, array_like=True):
+class CheckedText(msgspec.Struct, frozen=True, array_like=True, tag=0):
     """``check_manifest_json``'s answer as bytes can carry it between processes: the kind,
     spec digest and name, and the normalised manifest as JSON text (the text itself when
-    normalisation changed nothing). ``checked`` turns it into a ``Checked``."""
+    normalisation changed nothing). ``checked`` turns it into a ``Checked``. Tagged, so that
+    a union with a refusal (``service.ingest.pool``) decodes."""
 
     kind: str
     digest: str

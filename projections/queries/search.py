@@ -145,7 +145,7 @@ _AFTER = " WHERE (k_workload, k_unvalued, k_value, run_digest) > (?, ?, ?, ?)"
 # the order of the partial index ``p_runs_current_order``: a page reads its runs and stops.
 _SEARCH_NOW = sql(
     "SELECT view, run_digest, k_workload, k_unvalued, k_value FROM p_runs"
-    " WHERE valid_to IS NULL{where}{after}"
+    " WHERE {where}{after}"
     " ORDER BY k_workload, k_unvalued, k_value, run_digest{limit}"
 )
 _AFTER_NOW = " AND (k_workload, k_unvalued, k_value, run_digest) > (?, ?, ?, ?)"
@@ -182,7 +182,7 @@ def search_runs(
     The home page's search, ``GET /v1/runs`` and ``runs list`` all read runs through here."""
     p = at(as_of)
     now = as_of is None
-    clauses = [] if now else [LIVE]
+    clauses = ["valid_to IS NULL"] if now else [LIVE]
     # As of a size: the workload's manifest, then the live version.
     params: list[Any] = [] if now else [p, p, p]
     for column, value in (
@@ -203,7 +203,7 @@ def search_runs(
     if limit is not None:
         params.append(int(limit))
     statement = (_SEARCH_NOW if now else _SEARCH).format(
-        where="".join(f" AND {c}" for c in clauses) if now else " AND ".join(clauses),
+        where=" AND ".join(clauses),
         after="" if after is None else _AFTER_NOW if now else _AFTER,
         limit="" if limit is None else " LIMIT ?",
     )

@@ -19,7 +19,7 @@ from typing import Any
 import msgspec
 
 from service.commands.base import Sub
-from service.core.config import Settings
+from service.core.config import Settings, cores
 from service.shared.limits import Limits
 from service.web.auth import TokenStore
 
@@ -85,12 +85,6 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
     p = tsub.add_parser("create", parents=[common], help="create a token and print it once")
     p.add_argument("name")
     p.set_defaults(handler=_token)
-
-
-def cores() -> int:
-    """The cores this process may run on (``serve --workers``'s default)."""
-    affinity = getattr(os, "sched_getaffinity", None)
-    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
 def _count(text: str) -> int:

@@ -23,9 +23,10 @@ import zstandard
 from events.documents import Checked
 from events.errors import InvalidManifest
 from events.types import Origin, SourceRegistered
+from service.core.config import cores
 from service.ingest.core import Plan, Rejected, RunItem
 from service.ingest.files import SourceFile, walk
-from service.ingest.pool import CheckPool, cores
+from service.ingest.pool import CheckPool
 
 __all__ = ["CHECK_ON_EVERY_CORE_FROM", "IMPORTER", "VERSION", "plan"]
 
@@ -132,8 +133,8 @@ def plan(paths: list[Path]) -> Plan:
 def _plan_file(f: SourceFile, out: Plan) -> None:
     lines = _lines(f)
     parallel = len(lines) >= CHECK_ON_EVERY_CORE_FROM
-    with CheckPool(str(f.path), processes=cores() if parallel else 1) as pool:
-        _plan_rows(f, _read_tables(f, lines, pool), pool, out)
+    pool = CheckPool(str(f.path), processes=cores() if parallel else 1)
+    _plan_rows(f, _read_tables(f, lines, pool), pool, out)
 
 
 class _Tables(NamedTuple):

@@ -29,24 +29,13 @@ import msgspec
 
 from events.documents import Checked, CheckedText, check_manifest_text
 from events.errors import InvalidManifest
+from service.core.config import cores
 
-__all__ = ["MIN_SHARE", "CheckPool", "cores"]
+__all__ = ["MIN_SHARE", "CheckPool"]
 
 MIN_SHARE = 500
 """The fewest manifest texts worth a worker process of their own (a fork and a pipe cost about
 what checking a few dozen manifests does)."""
-
-
-class _Passed(msgspec.Struct, frozen=True, array_like=True, tag=0):
-    """A manifest that passed: a ``CheckedText`` on the wire."""
-
-    kind: str
-    digest: str
-    name: str
-    text: bytes
-
-    def checked(self) -> Checked:
-        return CheckedText(self.kind, self.digest, self.name, self.text).checked()
 
 
 class _Refused(msgspec.Struct, frozen=True, array_like=True, tag=1):
@@ -56,15 +45,9 @@ class _Refused(msgspec.Struct, frozen=True, array_like=True, tag=1):
     path: str
 
 
-_Answer = _Passed | _Refused
-_ANSWERS = msgspec.msgpack.Decoder(list[_Passed | _Refused])
+_Answer = CheckedText | _Refused
+_ANSWERS = msgspec.msgpack.Decoder(list[CheckedText | _Refused])
 _ENCODE = msgspec.msgpack.Encoder()
-
-
-def cores() -> int:
-    """The cores this process may run on."""
-    affinity = getattr(os, "sched_getaffinity", None)
-    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
 class CheckPool:
@@ -85,12 +68,6 @@ class CheckPool:
         self._waiting: list[tuple[bytes, str]] = []
         self._answers: dict[bytes, _Answer] = {}
         self._sent: set[bytes] = set()
-
-    def __enter__(self) -> CheckPool:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._waiting = []
 
     def submit(self, text: bytes, path: str) -> None:
         """Have ``text`` checked (``path`` names it in a refusal); a text submitted before is
@@ -239,7 +216,6 @@ def _stop(child: _Child | None) -> None:
 
 def _check_here(text: bytes, source: str, path: str) -> _Answer:
     try:
-        c = check_manifest_text(text, source=source, path=path)
+        return check_manifest_text(text, source=source, path=path)
     except InvalidManifest as exc:
         return _Refused(exc.detail, str(exc.details.get("path", path)))
-    return _Passed(c.kind, c.digest, c.name, c.text)

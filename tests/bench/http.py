@@ -153,7 +153,6 @@ def main() -> None:
                         _wrk(base, [f"/runs/{d[7:19]}" for d in digests], Path(tmp))
                     )
                     rounds["hot"].append(_wrk(base, [f"/v1/runs/{digests[0]}"], Path(tmp)))
-                ratios = [r[0] / h[0] for r, h in zip(rounds["run"], rounds["hello"], strict=True)]
             finally:
                 peer.terminate()
                 peer.wait(10)
@@ -166,16 +165,11 @@ def main() -> None:
         "req/s",
         f"p99 {run_p99:.1f} ms (target <= 20)",
     )
-    line(
-        "  ratio to hello-world, median of rounds (target >= 0.5)",
-        statistics.median(ratios),
-        "x",
-        "rounds: " + ", ".join(f"{r:.2f}" for r in ratios),
-    )
-    record(
+    _ratio(
         "http_run_ratio_to_hello",
-        statistics.median(ratios),
-        "x",
+        rounds["run"],
+        rounds["hello"],
+        0.5,
         "GET /v1/runs/{digest} (1,000 runs rotating) over a litestar hello-world, one process each",
         run_rps=round(run_rps, 1),
         run_p99_ms=round(run_p99, 2),
@@ -184,22 +178,37 @@ def main() -> None:
     line(
         "GET /runs/{shortId} dossier page, 1,000 runs", page_rps, "req/s", f"p99 {page_p99:.1f} ms"
     )
-    page_ratios = [p[0] / h[0] for p, h in zip(rounds["page"], rounds["hello"], strict=True)]
-    line(
-        "  ratio to hello-world, median of rounds (target >= 0.3)",
-        statistics.median(page_ratios),
-        "x",
-    )
-    record(
+    _ratio(
         "page_ratio_to_hello",
-        statistics.median(page_ratios),
-        "x",
-        "GET /runs/{shortId} dossier pages (1,000 runs rotating) over a litestar hello-world, one process each",
+        rounds["page"],
+        rounds["hello"],
+        0.3,
+        "GET /runs/{shortId} dossier pages (1,000 runs rotating) over a litestar hello-world,"
+        " one process each",
         page_rps=round(page_rps, 1),
         page_p99_ms=round(page_p99, 2),
         hello_rps=round(hello_rps, 1),
     )
     line("GET /v1/runs/{digest}, one hot run", hot_rps, "req/s", f"p99 {hot_p99:.1f} ms")
+
+
+def _ratio(
+    name: str,
+    ours: list[tuple[float, float]],
+    hello: list[tuple[float, float]],
+    target: float,
+    about: str,
+    **parts: object,
+) -> None:
+    """Print and record the median over rounds of our requests/s over hello-world's."""
+    ratios = [o[0] / h[0] for o, h in zip(ours, hello, strict=True)]
+    line(
+        f"  ratio to hello-world, median of rounds (target >= {target})",
+        statistics.median(ratios),
+        "x",
+        "rounds: " + ", ".join(f"{r:.2f}" for r in ratios),
+    )
+    record(name, statistics.median(ratios), "x", about, **parts)
 
 
 def _median(samples: list[tuple[float, float]]) -> tuple[float, float]:

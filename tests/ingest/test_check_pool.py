@@ -40,20 +40,41 @@ def _signature(plan) -> list[tuple[object, ...]]:  # type: ignore[no-untyped-def
     ] + [(c.digest, c.manifest, o.externalId) for c, o in plan.manifests]
 
 
-def test_the_catalog_planned_on_two_cores_equals_the_plan_of_one(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    catalog = corpus(*CATALOG)
-    forks: list[int] = []
+@pytest.fixture
+def forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The process ids of the workers forked while the test runs."""
+    pids: list[int] = []
     real_fork = os.fork
 
     def counted() -> int:
         pid = real_fork()
         if pid:
-            forks.append(pid)
+            pids.append(pid)
         return pid
 
     monkeypatch.setattr(os, "fork", counted)
+    return pids
+
+
+def _projects(n: int) -> list[bytes]:
+    """``n`` valid SoftwareProject manifests as JSON texts."""
+    return [
+        json.dumps(
+            {
+                "apiVersion": "kernelindex.dev/v1alpha1",
+                "kind": "SoftwareProject",
+                "metadata": {"name": f"p{i}"},
+                "spec": {"name": f"P {i}", "repository": f"https://example.org/p{i}"},
+            }
+        ).encode()
+        for i in range(n)
+    ]
+
+
+def test_the_catalog_planned_on_two_cores_equals_the_plan_of_one(
+    monkeypatch: pytest.MonkeyPatch, forks: list[int]
+) -> None:
+    catalog = corpus(*CATALOG)
     one = _plan(catalog, 1, monkeypatch)
     assert forks == []  # one core: everything checked in this process
     two = _plan(catalog, 2, monkeypatch)
@@ -95,7 +116,7 @@ def test_a_refusal_names_each_place_the_same_on_two_cores(
 
 
 def test_a_worker_that_dies_costs_time_not_an_answer(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch, forks: list[int]
 ) -> None:
     parent = os.getpid()
     real = pool._check_here
@@ -106,68 +127,38 @@ def test_a_worker_that_dies_costs_time_not_an_answer(
         return real(text, source, path)
 
     monkeypatch.setattr(pool, "_check_here", dies_in_a_worker)
-    forks: list[int] = []
-    real_fork = os.fork
-
-    def counted() -> int:
-        pid = real_fork()
-        if pid:
-            forks.append(pid)
-        return pid
-
-    monkeypatch.setattr(os, "fork", counted)
-    texts = [
-        json.dumps(
-            {
-                "apiVersion": "kernelindex.dev/v1alpha1",
-                "kind": "SoftwareProject",
-                "metadata": {"name": f"p{i}"},
-                "spec": {"name": f"P {i}", "repository": f"https://example.org/p{i}"},
-            }
-        ).encode()
-        for i in range(2 * pool.MIN_SHARE)
-    ]
-    with CheckPool("s", processes=2) as checks:
-        for i, text in enumerate(texts):
-            checks.submit(text, f"$[{i}]")
-        got = [checks.result(texts[0], "$[0]")]
-        # The worker was forked and died; its whole share was answered here, at once.
-        assert len(forks) == 1
-        assert set(checks._answers) == set(texts)
-        got += [checks.result(text, f"$[{i}]") for i, text in enumerate(texts) if i]
+    texts = _projects(2 * pool.MIN_SHARE)
+    checks = CheckPool("s", processes=2)
+    for i, text in enumerate(texts):
+        checks.submit(text, f"$[{i}]")
+    got = [checks.result(texts[0], "$[0]")]
+    # The worker was forked and died; its whole share was answered here, at once.
+    assert len(forks) == 1
+    assert set(checks._answers) == set(texts)
+    got += [checks.result(text, f"$[{i}]") for i, text in enumerate(texts) if i]
     assert got == [check_manifest_json(t, source="s", path=f"$[{i}]") for i, t in enumerate(texts)]
 
 
 def test_an_invalid_text_is_refused_with_the_place_of_each_occurrence() -> None:
     text = b'{"apiVersion": "kernelindex.dev/v1alpha1", "kind": "SoftwareProject"}'
-    with CheckPool("s", processes=2) as checks:
-        checks.submit(text, "$[0]")
-        with pytest.raises(InvalidManifest) as first:
-            checks.result(text, "$[0]")
-        with pytest.raises(InvalidManifest) as second:
-            checks.result(text, "$[7]")
+    checks = CheckPool("s", processes=2)
+    checks.submit(text, "$[0]")
+    with pytest.raises(InvalidManifest) as first:
+        checks.result(text, "$[0]")
+    with pytest.raises(InvalidManifest) as second:
+        checks.result(text, "$[7]")
     assert "$[0]" in first.value.detail
     assert "$[7]" in second.value.detail
 
 
 def test_a_refusal_found_by_a_worker_names_its_place() -> None:
-    valid = [
-        json.dumps(
-            {
-                "apiVersion": "kernelindex.dev/v1alpha1",
-                "kind": "SoftwareProject",
-                "metadata": {"name": f"p{i}"},
-                "spec": {"name": f"P {i}"},
-            }
-        ).encode()
-        for i in range(2 * pool.MIN_SHARE)
-    ]
+    valid = _projects(2 * pool.MIN_SHARE)
     bad = b'{"apiVersion": "kernelindex.dev/v1alpha1", "kind": "SoftwareProject"}'
     texts = [*valid, bad]  # the last text: in the worker's share
-    with CheckPool("s", processes=2) as checks:
-        for i, text in enumerate(texts):
-            checks.submit(text, f"$[{i}]")
-        assert checks.result(valid[0], "$[0]").digest
-        with pytest.raises(InvalidManifest) as refused:
-            checks.result(bad, "$[99]")
+    checks = CheckPool("s", processes=2)
+    for i, text in enumerate(texts):
+        checks.submit(text, f"$[{i}]")
+    assert checks.result(valid[0], "$[0]").digest
+    with pytest.raises(InvalidManifest) as refused:
+        checks.result(bad, "$[99]")
     assert refused.value.detail.startswith("s: $[99]")
