@@ -160,7 +160,7 @@ _MANIFEST = msgspec.json.Decoder(dict[str, Any])
 # ...) that many runs carry byte for byte. Keyed by the bytes themselves, so a hit is exactly
 # what decoding would give; the folds never mutate a manifest. Bounded.
 _SHARED: dict[bytes, dict[str, Any]] = {}
-_SHARED_MAX = 50_000
+_SHARED_MAX = 4096
 
 
 def _run_ingested(payload: bytes) -> RunIngested | None:

@@ -15,7 +15,7 @@ from events.errors import LogCorrupted, LogError
 from events.merkle import CompactRange, leaf_hash
 from events.port import SignedCheckpoint
 
-__all__ = ["MirrorRow", "check_mirrored", "check_note_names"]
+__all__ = ["MirrorCheck", "MirrorRow", "check_mirrored", "check_note_names"]
 
 
 class MirrorRow(NamedTuple):
@@ -78,52 +78,95 @@ def check_mirrored(
                 f"entry {start + i} differs from the one this log holds: the logs have forked",
                 position=start + i,
             )
-    grown = edge.copy()
-    rows: list[MirrorRow] = []
-    digests: dict[str, int] = {}
-    nodes: list[tuple[int, int, bytes]] = []
-    for leaf in leaves[overlap:]:
-        seq = grown.size
-        entry = decode_leaf(leaf, position=seq)
-        if entry.seq != seq:
-            raise LogCorrupted(f"entry {seq}: the leaf says it is entry {entry.seq}", position=seq)
-        if entry.recordedAt < last_recorded:
-            raise LogCorrupted(
-                f"entry {seq}: recorded before the entry that precedes it", position=seq
+    check = MirrorCheck(edge, last_recorded, known)
+    rows, nodes = check.take(leaves[overlap:])
+    return rows, check.finish(checkpoint), nodes
+
+
+class MirrorCheck:
+    """``check_mirrored``'s checks of the new leaves, a piece at a time (a store taking in a
+    whole log keeps one piece in memory, not the log): ``take`` each piece in order, after the
+    store wrote the pieces before it (``known`` then finds their digests too), then ``finish``
+    with the checkpoint the whole must make."""
+
+    def __init__(
+        self,
+        edge: CompactRange,
+        last_recorded: str,
+        known: Callable[[Sequence[str]], dict[str, int]],
+    ) -> None:
+        self.grown = edge.copy()
+        self.last_recorded = last_recorded
+        self.known = known
+
+    def take(self, leaves: Sequence[bytes]) -> tuple[list[MirrorRow], list[tuple[int, int, bytes]]]:
+        """The rows of the next leaves and the tree nodes of level 1 and up they complete.
+
+        Raises:
+            LogCorrupted: as ``check_mirrored``.
+        """
+        grown = self.grown
+        last_recorded = self.last_recorded
+        rows: list[MirrorRow] = []
+        digests: dict[str, int] = {}
+        nodes: list[tuple[int, int, bytes]] = []
+        for leaf in leaves:
+            seq = grown.size
+            entry = decode_leaf(leaf, position=seq)
+            if entry.seq != seq:
+                raise LogCorrupted(
+                    f"entry {seq}: the leaf says it is entry {entry.seq}", position=seq
+                )
+            if entry.recordedAt < last_recorded:
+                raise LogCorrupted(
+                    f"entry {seq}: recorded before the entry that precedes it", position=seq
+                )
+            last_recorded = entry.recordedAt
+            envelope = entry.envelope
+            payload = decode_payload(envelope, position=seq)
+            signer = envelope.signatures[0].keyid if envelope.signatures else ""
+            digest = payload_digest(payload, envelope.payloadType, signer)
+            if digest in digests:
+                raise LogCorrupted(
+                    f"entry {seq}: the same statement as entry {digests[digest]}", position=seq
+                )
+            digests[digest] = seq
+            stored_entry = StoredEntry(
+                seq,
+                entry.recordedAt,
+                entry.type,
+                entry.subject,
+                envelope.payloadType,
+                payload,
+                digest,
+                signer,
             )
-        last_recorded = entry.recordedAt
-        envelope = entry.envelope
-        payload = decode_payload(envelope, position=seq)
-        signer = envelope.signatures[0].keyid if envelope.signatures else ""
-        digest = payload_digest(payload, envelope.payloadType, signer)
-        if digest in digests:
+            lh = leaf_hash(leaf)
+            nodes.extend((level, index, h) for level, index, h in grown.append(lh) if level)
+            rows.append(MirrorRow(stored_entry, lh, leaf))
+        held = self.known(list(digests)) if digests else {}
+        if held:
+            digest, seq = min(held.items(), key=lambda item: digests[item[0]])
             raise LogCorrupted(
-                f"entry {seq}: the same statement as entry {digests[digest]}", position=seq
+                f"entry {digests[digest]}: the same statement as entry {seq}",
+                position=digests[digest],
             )
-        digests[digest] = seq
-        stored_entry = StoredEntry(
-            seq,
-            entry.recordedAt,
-            entry.type,
-            entry.subject,
-            envelope.payloadType,
-            payload,
-            digest,
-            signer,
-        )
-        lh = leaf_hash(leaf)
-        nodes.extend((level, index, h) for level, index, h in grown.append(lh) if level)
-        rows.append(MirrorRow(stored_entry, lh, leaf))
-    held = known(list(digests))
-    if held:
-        digest, seq = min(held.items(), key=lambda item: digests[item[0]])
-        raise LogCorrupted(
-            f"entry {digests[digest]}: the same statement as entry {seq}",
-            position=digests[digest],
-        )
-    size = checkpoint.size
-    if grown.size != size:
-        raise LogError(f"the leaves reach size {grown.size}, but the checkpoint is of size {size}")
-    if grown.root() != checkpoint.root:
-        raise LogError(f"the leaves do not make the checkpoint's root at size {size}")
-    return rows, grown, nodes
+        self.last_recorded = last_recorded
+        return rows, nodes
+
+    def finish(self, checkpoint: SignedCheckpoint) -> CompactRange:
+        """The grown edge, once it is the checkpoint's tree.
+
+        Raises:
+            LogError: the leaves taken do not reach the checkpoint's size, or do not make its
+            root.
+        """
+        size = checkpoint.size
+        grown = self.grown
+        if grown.size != size:
+            raise LogError(
+                f"the leaves reach size {grown.size}, but the checkpoint is of size {size}"
+            )
+        if grown.root() != checkpoint.root:
+            raise LogError(f"the leaves do not make the checkpoint's root at size {size}")
+        return grown

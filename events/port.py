@@ -325,6 +325,20 @@ class LogStore(LogReader, Protocol[S_co]):
         """
         ...
 
+    def append_leaf_pieces(
+        self, start: int, pieces: Iterable[Sequence[bytes]], checkpoint: SignedCheckpoint
+    ) -> Mirrored:
+        """``append_leaves`` of a whole log read piece by piece (a store taking in a log it
+        does not hold any of: ``start`` must be its size): each piece is checked and written
+        in turn, so only one is in memory; the checks are ``append_leaves``'s, and all of it
+        commits in one transaction with the checkpoint, or nothing does.
+
+        Raises:
+            LogError: ``start`` is not the store's size, or as ``append_leaves``.
+            LogCorrupted: as ``append_leaves``.
+        """
+        ...
+
     def publish_checkpoint(self, sign_checkpoint: NoteSigner, now: datetime) -> SignedCheckpoint:
         """Sign a checkpoint for the current size if the latest one is behind (or absent), and
         return the latest."""

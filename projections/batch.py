@@ -32,16 +32,18 @@ from events.types import (
 from projections.changes import RowChanges
 from projections.groups import MemberChange, apply_change, fold_group
 from projections.records import Insert, Manifest, Update, record_ops
-from projections.rows import RowStore
+from projections.rows import GroupSpill, RowStore
 from projections.runs import Context, carried_manifests, fold_run
 from projections.tolerance import POLICY_NAME, TolerancePolicy, policy_from
 from projections.views import Direction, GroupView, LeaderChange, Member, RunView
 
-__all__ = ["RUN_SUBJECTS", "Batch", "GroupSeed"]
+__all__ = ["CARRIED_GROUPS", "RUN_SUBJECTS", "Batch", "GroupSeed"]
 
 _ENC = msgspec.json.Encoder()
 RUN_SUBJECTS = ("run.", "rerun.")  # entry types whose subject is a run
 _NOBODY: frozenset[str] = frozenset()
+CARRIED_GROUPS = 20_000
+"""The most groups a rebuild's batch carries over to the next whole (``Batch.carry_groups``)."""
 
 
 class GroupSeed(Protocol):
@@ -98,14 +100,34 @@ class Batch:
         self.waiting: dict[str, set[str]] = {}
         self.waiting_loaded: set[str] = set()
         self.waiting_all = False
+        self.spill: GroupSpill | None = None
 
-    def carry_groups(self, previous: Batch) -> None:
+    def carry_groups(self, previous: Batch, spill: GroupSpill | None = None) -> None:
         """Take over the group state a previous batch left (true only while nobody else
-        writes: a rebuild)."""
-        self.groups = previous.groups
-        self.members = previous.members
-        self.group_in_db = previous.group_in_db | set(previous.changes.groups.rows)
-        self.leader_rows = previous.leader_rows
+        writes: a rebuild). Past ``CARRIED_GROUPS`` groups, only those the previous batch
+        changed stay in memory, so a rebuild's memory is bounded by a batch, not by the log:
+        the others go to ``spill`` (read back from there when next needed), or without one are
+        read back from the database, as an incremental batch reads them."""
+        changed = previous.changes.groups.rows
+        in_db = previous.group_in_db | set(changed)
+        self.spill = spill
+        if len(previous.groups) <= CARRIED_GROUPS:
+            self.groups = previous.groups
+            self.members = previous.members
+            self.group_in_db = in_db
+            self.leader_rows = previous.leader_rows
+            return
+        kept = {k: v for k, v in previous.groups.items() if k in changed}
+        if spill is not None:
+            spill.put(
+                (k, (v, previous.members[k], previous.leader_rows[k], k in in_db))
+                for k, v in previous.groups.items()
+                if k not in kept
+            )
+        self.groups = kept
+        self.members = {k: previous.members[k] for k in kept}
+        self.group_in_db = {k for k in in_db if k in kept}
+        self.leader_rows = {k: previous.leader_rows[k] for k in kept}
 
     # --- loading ---------------------------------------------------------------------------
 
@@ -151,6 +173,13 @@ class Batch:
         """The group as the batch has it (loaded on first use, else founded by ``template``)."""
         if key in self.groups:
             return self.groups[key]
+        spilled = self.spill.take(key) if self.spill is not None else None
+        if spilled is not None:
+            group, self.members[key], self.leader_rows[key], in_db = spilled
+            if in_db:
+                self.group_in_db.add(key)
+            self.groups[key] = group
+            return group
         if self.no_groups is None:
             self.no_groups = not self.store.has_groups()
         # A first import finds no group in the database: skip the look.

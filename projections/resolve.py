@@ -87,7 +87,7 @@ def resolved_fields(
             if update is None:
                 update = {}
                 _apply_role(update, kind, role, found[digest])
-                if len(_ROLE_CACHE) > 100_000:
+                if len(_ROLE_CACHE) > 8192:
                     _ROLE_CACHE.clear()
                 _ROLE_CACHE[(role, digest)] = update
             operation = update.get("operationDigest")
@@ -144,7 +144,7 @@ def _correctness(workload: dict[str, Any]) -> str:
     key = _ENCODE.encode(workload["spec"]["correctness"])
     found = _CORRECTNESS.get(key)
     if found is None:
-        if len(_CORRECTNESS) > 100_000:
+        if len(_CORRECTNESS) > 8192:
             _CORRECTNESS.clear()
         found = _CORRECTNESS[key] = correctness_key(workload)
     return found
@@ -164,7 +164,7 @@ def _keys(fields: dict[str, Any]) -> None:
             )
             key = _COMPARISON.get(parts)
             if key is None:
-                if len(_COMPARISON) > 100_000:
+                if len(_COMPARISON) > 8192:
                     _COMPARISON.clear()
                 key = _COMPARISON[parts] = comparison_key(
                     operation=parts[0],

@@ -9,6 +9,7 @@ statement, at the end of a batch. Text is written as the text columns hold it
 
 from __future__ import annotations
 
+import pickle
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 
@@ -23,7 +24,7 @@ from projections.queries import tolerance_policy
 from projections.tolerance import TolerancePolicy
 from projections.views import GroupView, LeaderChange, Member, RunView
 
-__all__ = ["LoadedGroup", "RowStore"]
+__all__ = ["GroupSpill", "LoadedGroup", "RowStore"]
 
 # One row per name in p_state, replaced (an upsert both stores speak).
 _SET_STATE = sql(
@@ -336,3 +337,33 @@ class RowStore:
         for table in schema.TABLES:
             rows = rebuilt.execute(schema.rebuilt_rows(schemas, table))
             self.conn.executemany(schema.INSERT[table].marks(len(rows.description)), rows)
+
+
+_SPILL_TABLE = sql(
+    "CREATE TEMP TABLE IF NOT EXISTS spilled_groups (key TEXT PRIMARY KEY, state BLOB)"
+)
+_SPILL_PUT = sql("INSERT OR REPLACE INTO spilled_groups VALUES (?, ?)")
+_SPILL_TAKE = sql("SELECT state FROM spilled_groups WHERE key = ?")
+_SpilledGroup = tuple[GroupView, list[Member], dict[tuple[str, str | None, str], int], bool]
+
+
+class GroupSpill:
+    """Where a rebuild keeps the groups a batch did not carry in memory (``carry_groups``),
+    when its database cannot give them back (the groups' scratch database of a rebuild on every
+    core holds no runs): a temporary table of their pickled state."""
+
+    def __init__(self, conn: Session) -> None:
+        self.conn = conn
+        conn.execute(_SPILL_TABLE)
+
+    def put(self, groups: Iterable[tuple[str, _SpilledGroup]]) -> None:
+        """Keep each group's state (view, members, leader rows, held in the database)."""
+        self.conn.executemany(
+            _SPILL_PUT,
+            ((k, pickle.dumps(v, protocol=pickle.HIGHEST_PROTOCOL)) for k, v in groups),
+        )
+
+    def take(self, key: str) -> _SpilledGroup | None:
+        """The state kept for group ``key``, if any (a batch then holds it again)."""
+        row = self.conn.execute(_SPILL_TAKE, (key,)).fetchone()
+        return None if row is None else pickle.loads(row[0])  # noqa: S301 - our own rows

@@ -203,7 +203,7 @@ def _ingest(event: RunIngested, ctx: Context) -> RunView:
     before = dict(base)
     fields = resolved_fields(base, found, missing, all_roles=True)
     if shared is not None:
-        if len(_KERNEL_SHARED) > 100_000:
+        if len(_KERNEL_SHARED) > 8192:
             _KERNEL_SHARED.clear()
         _KERNEL_SHARED[shared] = {
             k: v for k, v in fields.items() if k not in before or before[k] != v

@@ -29,6 +29,7 @@ the incremental projections, for random logs too.
 from __future__ import annotations
 
 import contextlib
+import gc
 import heapq
 import pickle
 import sys
@@ -59,7 +60,7 @@ from projections import schema
 from projections.batch import RUN_SUBJECTS, Batch, GroupSeed
 from projections.groups import MemberChange
 from projections.materialize import FORMAT, Materializer
-from projections.rows import RowStore
+from projections.rows import GroupSpill, RowStore
 from projections.runs import Context
 from projections.shardpipe import HEADER, Worker
 from projections.tolerance import TolerancePolicy
@@ -256,6 +257,8 @@ def _fold_shard(
             keys, tolerance = dict(b.keys), b.tolerance
             count += len(chunk)
             send(b.member_changes)
+            del b, chunk
+            gc.collect(1)  # the collector is paused: a batch's cyclic garbage goes here
         conn.execute(scratch.COMMIT)
     conn.close()
     return count
@@ -287,13 +290,14 @@ def _fold_groups(conn: Session, changes: Iterator[Change], batch: int) -> None:
     """Fold the merged member changes into the groups and leader histories of ``conn``, in
     batches that end between positions (a position's changes make one version)."""
     store = RowStore(conn)
+    spill = GroupSpill(conn)
     b = Batch(store, {})
     done, last = 0, -1
     for seq, _, _, key, change, seed in changes:
         if done >= batch and seq != last:
             b.flush()
             b, previous, done = Batch(store, {}), b, 0
-            b.carry_groups(previous)
+            b.carry_groups(previous, spill)
         b.change_group(key, seed, change, seq)
         done, last = done + 1, seq
     b.flush()

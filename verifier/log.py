@@ -18,6 +18,7 @@ and the origin), so the same checks apply to any store, or to leaves fetched fro
 from __future__ import annotations
 
 import base64
+import gc
 import binascii
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -88,6 +89,10 @@ class _Checker:
             if len(chunk) >= CHUNK:
                 self._signatures(chunk)
                 chunk = []
+                # The collector is paused (its full passes would stall the signature
+                # threads); the young garbage of a chunk (cycles a reader may leave, as an HTTP
+                # client's answers do) is collected here, so memory stays that of a chunk.
+                gc.collect(1)
         self._signatures(chunk)
         self.finish()
         self.report.entries = expected

@@ -216,7 +216,7 @@ class LeafStream:
         *,
         cache: Path | None = None,
         workers: int = 8,
-        ahead: int = 32,
+        ahead: int = 8,
         progress: Callable[[int], None] | None = None,
     ) -> None:
         self.source = source

@@ -10,7 +10,7 @@ begins, commits and names its storage faults.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
@@ -20,7 +20,7 @@ from events.checkpoints import checkpoint_body
 from events.entries import Pending, StoredEntry, encode_leaf, format_instant, payload_digest
 from events.errors import LogError
 from events.merkle import leaf_hash
-from events.mirroring import check_mirrored, check_note_names
+from events.mirroring import MirrorCheck, check_mirrored, check_note_names
 from events.port import (
     Appended,
     ChunkSigner,
@@ -346,6 +346,38 @@ class SqlLog(SqliteReads):
                 project(self._conn, entries)
             self._store_checkpoint(checkpoint)
         return Mirrored(len(rows), self._edge.size)
+
+    def append_leaf_pieces(
+        self,
+        start: int,
+        pieces: Iterable[Sequence[bytes]],
+        checkpoint: SignedCheckpoint,
+    ) -> Mirrored:
+        with paused_gc(), self.transaction():
+            size = self.refresh()
+            if start != size:
+                raise LogError(
+                    f"the log holds {size} entries: pieces of leaves must start there, not at {start}"
+                )
+            check_note_names(checkpoint, self.origin)
+            check = MirrorCheck(self._edge, self._last_recorded(), self.find)
+            taken = 0
+            for leaves in pieces:
+                for i, leaf in enumerate(leaves):
+                    if len(leaf) > MAX_LEAF:
+                        raise _too_large("mirrored", f"at {start + taken + i}", len(leaf))
+                rows, nodes = check.take(leaves)
+                self._insert(
+                    [
+                        (e.seq, e.recordedAt, e.type, e.subject, e.payload_digest, lh, leaf)
+                        for e, lh, leaf in rows
+                    ],
+                    [(node_id(level, index), h) for level, index, h in nodes],
+                )
+                taken += len(rows)
+            self._edge = check.finish(checkpoint)
+            self._store_checkpoint(checkpoint)
+        return Mirrored(taken, self._edge.size)
 
     def publish_checkpoint(self, sign_checkpoint: NoteSigner, now: datetime) -> SignedCheckpoint:
         with self.transaction():

@@ -8,14 +8,13 @@ from __future__ import annotations
 import random
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from events.bulk import paused_gc
 from events.errors import EventError, LogError
 from events.stores.sqlite import SqliteLog
 from projections import queries
@@ -35,6 +34,7 @@ from verifier.tiles import (
 
 __all__ = ["compare_views", "replay_leaves"]
 
+PIECE = 4096
 _ENC = msgspec.json.Encoder()
 _DEC = msgspec.json.Decoder()
 
@@ -51,20 +51,21 @@ def replay_leaves(
     size = fetched.body.size
     report.checked.append("replay")
     started = time.perf_counter()
-    leaves: list[bytes] = []
-    try:
-        for bundle in LeafStream(src, size, cache=cache):
-            leaves.extend(bundle.leaves)
-    except (SourceInvalid, SourceError) as exc:
-        shutil.rmtree(cache, ignore_errors=True)
-        report.failures.append(Failure("replay", exc.detail))
-        return None
     db = scratch / "replay.db"
     store = SqliteLog.open(db, origin=fetched.body.origin, create=True)
     try:
-        with paused_gc():
-            store.append_leaves(0, leaves, fetched.checkpoint)
-        del leaves
+        # From the tile cache, a piece at a time: one piece of leaves in memory, not the log.
+        store.append_leaf_pieces(0, _pieces(LeafStream(src, size, cache=cache)), fetched.checkpoint)
+    except (SourceInvalid, SourceError) as exc:
+        store.close()
+        shutil.rmtree(cache, ignore_errors=True)
+        report.failures.append(Failure("replay", exc.detail))
+        return None
+    except (LogError, EventError) as exc:
+        store.close()
+        report.failures.append(Failure("replay", str(exc)))
+        return None
+    try:
         if progress is not None:
             progress("replay", 0, size)
         with store.transaction():
@@ -78,6 +79,18 @@ def replay_leaves(
         progress("replay", size, size)
     report.phases.append(Phase("replay", size, time.perf_counter() - started))
     return store
+
+
+def _pieces(stream: LeafStream, piece: int = PIECE) -> Iterator[list[bytes]]:
+    """The stream's leaves, in lists of about ``piece``."""
+    leaves: list[bytes] = []
+    for bundle in stream:
+        leaves.extend(bundle.leaves)
+        if len(leaves) >= piece:
+            yield leaves
+            leaves = []
+    if leaves:
+        yield leaves
 
 
 def compare_views(

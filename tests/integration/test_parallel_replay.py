@@ -14,6 +14,7 @@ import pytest
 from events.errors import LogCorrupted, LogError
 from events.types import ManifestRecorded, Origin, RunRetracted, RunSuperseded
 from keys import SigningKey
+from projections import batch as batch_module
 from projections import schema
 from projections.compare import table_digest
 from projections.materialize import Materializer
@@ -83,6 +84,24 @@ def test_the_in_place_rebuild_on_every_core_equals_the_plain_one(ledger: Ledger)
         assert _tables(conn) == before
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert {"p_runs_group", "p_aliases_run", "p_runs_current_level"} <= names
+
+
+def test_a_rebuild_that_carries_only_the_groups_it_changed_equals_the_incremental_one(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``CARRIED_GROUPS``, a batch of a rebuild hands on only the groups it changed and
+    the next reads the others back: the tables are the same (here every carry is bounded)."""
+    _mixed_log(ledger)
+    conn = ledger.store.session
+    before = _tables(conn)
+    monkeypatch.setattr(batch_module, "CARRIED_GROUPS", 0)
+    for size in (1, 2, 5):
+        report = replay(ledger, parallel=True, batch_size=size)
+        assert report.ok, report.differences
+        conn.execute("BEGIN IMMEDIATE")
+        assert ledger.rebuild_projections(parallel=False, batch_size=size) == ledger.store.size
+        conn.execute("COMMIT")
+        assert _tables(conn) == before
 
 
 def test_a_log_whose_subjects_do_not_name_their_runs_is_rebuilt_in_one_process(
