@@ -1,11 +1,11 @@
 """The per-entry checks of ``benchproof verify`` that need no state (the leaf hash, the stored
 payload digest, the payload against its type, the signature), run a chunk at a time on the
-verifier's threads: the Ed25519 check releases the GIL, so they overlap with the sequential
-reading."""
+verifier's threads (the Ed25519 check releases the GIL, so they overlap with the sequential
+reading) or, for a large log, in processes of their own. Each reads what it checks from the leaf
+itself, the payload and signature decoded from base64 as the JSON is read."""
 
 from __future__ import annotations
 
-import binascii
 from collections.abc import Sequence
 
 import msgspec
@@ -20,9 +20,25 @@ STATEMENT_TYPES = frozenset({"attestation.posted.v1", "rerun.completed.v1", "rer
 """The entry types an in-toto statement carries (attestations and rerun results, the signer's
 own words); every other type is one of our events (``events.decoding.statement_event``)."""
 
-Task = tuple[int, VerifyingKey | None, str, str, str, str, str, str, bytes, bytes]
-"""(position, key or None when the entry is already refused, signature b64, payload b64,
-payload type, entry type, stored digest, signer, leaf, stored leaf hash)"""
+Task = tuple[int, VerifyingKey | bytes | None, str, str, bytes, bytes]
+"""(position, the key the signature must verify with: the key itself on a thread, its 32 raw
+bytes in a checking process, None when the entry is refused already; entry type, stored payload
+digest, leaf, stored leaf hash)"""
+
+
+class _SignatureBytes(msgspec.Struct, frozen=True):
+    keyid: str
+    sig: bytes
+
+
+class _EnvelopeBytes(msgspec.Struct, frozen=True):
+    payloadType: str
+    payload: bytes  # decoded from standard base64 as the JSON is read
+    signatures: list[_SignatureBytes]
+
+
+class _SignedLeaf(msgspec.Struct, frozen=True):
+    envelope: _EnvelopeBytes
 
 
 class _TypeOnly(msgspec.Struct):
@@ -30,30 +46,46 @@ class _TypeOnly(msgspec.Struct):
 
 
 _TYPE = msgspec.json.Decoder(_TypeOnly)
+_SIGNED = msgspec.json.Decoder(_SignedLeaf)
+_KEYS: dict[bytes, VerifyingKey] = {}
+
+
+def _key(key: VerifyingKey | bytes) -> VerifyingKey:
+    if isinstance(key, VerifyingKey):
+        return key
+    public = _KEYS.get(key)
+    if public is None:
+        public = _KEYS[key] = VerifyingKey.from_raw(key)
+    return public
 
 
 def check_entries(
     part: Sequence[Task], columns: bool = True
 ) -> tuple[list[tuple[int, str]], list[bytes]]:
-    """The per-entry checks that need no state, on the pool's threads; and each leaf's hash,
-    for the tree the caller grows in order. ``columns=False``: no payload digest is stored
-    apart from the leaf."""
+    """The per-entry checks that need no state, on the pool's threads or processes; and each
+    leaf's hash, for the tree the caller grows in order. ``columns=False``: no payload digest is
+    stored apart from the leaf."""
     failed = []
     hashes = []
-    for seq, public, sig64, payload64, ptype, etype, digest, signer, leaf, stored in part:
+    for seq, key, etype, digest, leaf, stored in part:
         lh = leaf_hash(leaf)
         hashes.append(lh)
         if stored != lh:
             failed.append((seq, f"entry {seq}: the stored leaf hash does not match the leaf bytes"))
-        if public is None:
+        if key is None:
             continue
         try:
-            payload = binascii.a2b_base64(payload64, strict_mode=True)
-            sig = binascii.a2b_base64(sig64, strict_mode=True)
-        except binascii.Error:
-            failed.append((seq, f"entry {seq}: the payload or signature is not base64"))
+            env = _SIGNED.decode(leaf).envelope
+        except msgspec.DecodeError as exc:
+            what = (
+                "the payload or signature is not base64"
+                if "base64" in str(exc)
+                else f"the leaf is not a well-formed entry ({exc})"
+            )
+            failed.append((seq, f"entry {seq}: {what}"))
             continue
-        if columns and payload_digest(payload, ptype, signer) != digest:
+        payload, ptype, signature = env.payload, env.payloadType, env.signatures[0]
+        if columns and payload_digest(payload, ptype, signature.keyid) != digest:
             failed.append(
                 (seq, f"entry {seq}: the stored payload digest does not match the payload")
             )
@@ -62,7 +94,7 @@ def check_entries(
             failed.append((seq, reason))
             continue
         try:
-            public.verify(sig, pae(ptype, payload))
+            _key(key).verify(signature.sig, pae(ptype, payload))
         except KeyringError:
             failed.append((seq, f"entry {seq}: the signature does not verify"))
     return failed, hashes

@@ -18,10 +18,12 @@ and the origin), so the same checks apply to any store, or to leaves fetched fro
 from __future__ import annotations
 
 import base64
-import gc
 import binascii
+import gc
+import multiprocessing
+import os
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
 import msgspec
@@ -35,6 +37,7 @@ from events.port import LogReader
 from events.stores.sqlite import SqliteLog
 from events.types import EVENT_DECODER, AnyEvent, AttestationWithdrawn
 from keys import KeyringError, VerifyingKey
+from keys.dsse import Signature
 from verifier.entries import Task, check_entries, payload_problem
 from verifier.findings import Finding, VerifyReport
 from verifier.tree import TreeCheck
@@ -42,8 +45,35 @@ from verifier.tree import TreeCheck
 __all__ = ["Finding", "VerifyReport", "verify_log"]
 
 CHUNK = 2048
+PROCESSES_FROM = 20_000
+"""From this many entries on, the signatures are checked in processes (below, on threads:
+starting the processes costs more than they save)."""
+
+
+def _cores() -> int:
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+
 
 _ENTRY = msgspec.json.Decoder(Entry)
+
+
+class _EnvelopeHead(msgspec.Struct, frozen=True):
+    payloadType: str
+    signatures: list[Signature]
+
+
+class _EntryHead(msgspec.Struct, frozen=True):
+    """An entry without its payload, which most checks in order do not read."""
+
+    seq: int
+    recordedAt: str
+    type: str
+    subject: str
+    envelope: _EnvelopeHead
+
+
+_HEAD = msgspec.json.Decoder(_EntryHead)
 _Checked = Future[tuple[list[tuple[int, str]], list[bytes]]]
 
 
@@ -66,7 +96,15 @@ class _Checker:
         self.attesters: dict[str, str] = {}  # attestation id -> the key that posted it
         self.tree = TreeCheck(log, self.bad, node_stride)
         self.last_recorded = ""
-        self.pool = ThreadPoolExecutor(2, thread_name_prefix="verify")
+        # A large log's checks go to processes (one per core): on threads, the checks' own
+        # Python (hashes, base64, the payload's type) holds the GIL the reading needs.
+        self.processes = log.size >= PROCESSES_FROM and _cores() > 1
+        self.pool: Executor
+        if self.processes:
+            spawn = multiprocessing.get_context("spawn")  # no fork of a threaded reader
+            self.pool = ProcessPoolExecutor(_cores(), mp_context=spawn)
+        else:
+            self.pool = ThreadPoolExecutor(2, thread_name_prefix="verify")
         self.pending: list[_Checked] = []
 
     def bad(self, position: int, reason: str) -> None:
@@ -82,10 +120,9 @@ class _Checker:
                 break
 
             expected += 1
-            task = self._entry(seq, leaf, (recorded_at, type_, subject, digest))
-            if task is None:  # refused already: only its leaf hash is still to check
-                task = (seq, None, "", "", "", "", "", "", b"", b"")
-            chunk.append((*task[:8], leaf, stored_hash))
+            public, named = self._entry(seq, leaf, (recorded_at, type_, subject, digest))
+            # Refused already (no key): only its leaf hash is still to check.
+            chunk.append((seq, public, named, digest, leaf, stored_hash))
             if len(chunk) >= CHUNK:
                 self._signatures(chunk)
                 chunk = []
@@ -97,64 +134,74 @@ class _Checker:
         self.finish()
         self.report.entries = expected
 
-    def _entry(self, seq: int, leaf: bytes, columns: tuple[str, str, str, str]) -> Task | None:
+    def _entry(
+        self, seq: int, leaf: bytes, columns: tuple[str, str, str, str]
+    ) -> tuple[VerifyingKey | None, str]:
+        """(1)-(4) that need the log's state, in order: the key the signature must verify
+        with (None: refused already), and the type the leaf names."""
         try:
-            entry = _ENTRY.decode(leaf)
+            head = _HEAD.decode(leaf)  # the payload is skipped, not copied
         except msgspec.DecodeError as exc:
             self.bad(seq, f"entry {seq}: the leaf is not a well-formed entry ({exc})")
-            return None
-        if entry.seq != seq:
-            self.bad(
-                seq, f"entry {seq}: the leaf says it is entry {entry.seq} (moved or reordered)"
-            )
-        recorded_at, type_, subject, digest = columns
-        if self.columns and (entry.recordedAt, entry.type, entry.subject) != (
+            return None, ""
+        if head.seq != seq:
+            self.bad(seq, f"entry {seq}: the leaf says it is entry {head.seq} (moved or reordered)")
+        recorded_at, type_, subject, _ = columns
+        if self.columns and (head.recordedAt, head.type, head.subject) != (
             recorded_at,
             type_,
             subject,
         ):
             self.bad(seq, f"entry {seq}: the stored columns disagree with the leaf")
-        if entry.recordedAt < self.last_recorded:
+        if head.recordedAt < self.last_recorded:
             self.bad(seq, f"entry {seq}: recorded before the entry that precedes it")
-        self.last_recorded = max(self.last_recorded, entry.recordedAt)
-        env = entry.envelope
-        if not env.signatures:
+        self.last_recorded = max(self.last_recorded, head.recordedAt)
+        if not head.envelope.signatures:
             self.bad(seq, f"entry {seq}: the envelope has no signature")
-            return None
-        keyid = env.signatures[0].keyid
-        if seq == 0 or entry.type.startswith("key."):
-            if not self._key_entry(seq, entry, keyid):
-                return None
-        elif not self._authorized(seq, entry, keyid):
-            return None
-        public = self.publics.get(keyid)
-        if public is None:
-            return None
-        sig = env.signatures[0].sig
-        return (seq, public, sig, env.payload, env.payloadType, entry.type, digest, keyid, b"", b"")
+            return None, head.type
+        keyid = head.envelope.signatures[0].keyid
+        if seq == 0 or head.type.startswith("key."):
+            entry = self._whole(seq, leaf)
+            if entry is None or not self._key_entry(seq, entry, keyid):
+                return None, head.type
+        elif not self._authorized(seq, head.type, keyid, leaf):
+            return None, head.type
+        return self.publics.get(keyid), head.type
 
-    def _authorized(self, seq: int, entry: Entry, keyid: str) -> bool:
+    def _whole(self, seq: int, leaf: bytes) -> Entry | None:
+        try:
+            return _ENTRY.decode(leaf)
+        except msgspec.DecodeError as exc:
+            self.bad(seq, f"entry {seq}: the leaf is not a well-formed entry ({exc})")
+            return None
+
+    def _authorized(self, seq: int, type_: str, keyid: str, leaf: bytes) -> bool:
         """(4) for an entry that changes no key; its event is read only for the types whose rule
         reads it (a payload that does not decode is the payload checks' to report)."""
-        env = entry.envelope
         payload = None
-        if entry.type in EVENT_RULES or entry.type == "attestation.posted.v1":
+        event = None
+        ptype = ""
+        if type_ in EVENT_RULES or type_ == "attestation.posted.v1":
+            entry = self._whole(seq, leaf)
+            if entry is None:
+                return False
+            env = entry.envelope
+            ptype = env.payloadType
             try:
                 payload = binascii.a2b_base64(env.payload, strict_mode=True)
             except binascii.Error:
                 payload = None
-        event = None
-        if payload is not None and entry.type in EVENT_RULES:
-            event = _event(payload) if env.payloadType == EVENT_PAYLOAD_TYPE else None
+            if payload is not None and type_ in EVENT_RULES:
+                event = _event(payload) if env.payloadType == EVENT_PAYLOAD_TYPE else None
         attester = None
         if isinstance(event, AttestationWithdrawn):
             attester = self.attesters.get(event.attestationId)
-        refused = refusal(entry.type, keyid, self.keys, seq, event, attester=attester)
+        refused = refusal(type_, keyid, self.keys, seq, event, attester=attester)
         if refused is not None:
             self.bad(seq, f"entry {seq}: {refused.reason}")
             return False
-        if payload is not None and entry.type == "attestation.posted.v1":
-            self.attesters[payload_digest(payload, env.payloadType, keyid)] = keyid
+        if payload is not None and type_ == "attestation.posted.v1":
+            self.attesters[payload_digest(payload, ptype, keyid)] = keyid
         return True
 
     def _key_entry(self, seq: int, entry: Entry, keyid: str) -> bool:
@@ -203,7 +250,14 @@ class _Checker:
             return
         half = (len(tasks) + 1) // 2
         for part in (tasks[:half], tasks[half:]):
-            self.pending.append(self.pool.submit(check_entries, part, self.columns))
+            if self.processes:
+                raw: list[Task] = [
+                    (t[0], t[1].raw if isinstance(t[1], VerifyingKey) else t[1], *t[2:])
+                    for t in part
+                ]
+                self.pending.append(self.pool.submit(check_entries, raw, self.columns))
+            else:
+                self.pending.append(self.pool.submit(check_entries, part, self.columns))
         while len(self.pending) > 4:
             self._collect(self.pending.pop(0))
 

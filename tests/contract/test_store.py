@@ -429,6 +429,41 @@ def test_a_mirror_refuses_what_is_not_the_log(source: LogStore[Any], store: LogS
     assert store.append_leaves(7, leaves, checkpoint).size == 14  # the right leaves still go in
 
 
+def test_a_whole_log_taken_in_pieces_is_the_log(
+    source: LogStore[Any], store: LogStore[Any]
+) -> None:
+    """``append_leaf_pieces``: the same store as one ``append_leaves``, one piece in memory."""
+    leaves = _leaves(source, 0, 21)
+    pieces = (leaves[i : i + 4] for i in range(0, 21, 4))
+    out = store.append_leaf_pieces(0, pieces, _checkpoint(source, 21))
+    assert (out.appended, out.size) == (21, 21)
+    assert list(store.rows()) == list(source.rows())
+    assert sorted(store.nodes()) == sorted(source.nodes())
+    assert store.latest_checkpoint() == source.latest_checkpoint()
+
+
+def _refused_pieces(store: LogStore[Any], error: type[Exception], match: str, *args: Any) -> None:
+    before = _snapshot(store)
+    with pytest.raises(error, match=match):
+        store.append_leaf_pieces(*args)
+    assert _snapshot(store) == before
+
+
+def test_a_log_in_pieces_is_refused_whole(source: LogStore[Any], store: LogStore[Any]) -> None:
+    """A fault in any piece, or a last piece that does not make the checkpoint, and nothing of
+    the pieces before it stays."""
+    leaves, checkpoint = _leaves(source, 0, 21), _checkpoint(source, 21)
+    _refused_pieces(store, LogError, "must start there", 3, [leaves[3:]], checkpoint)
+    broken = [leaves[:7], [b"not a leaf", *leaves[8:14]], leaves[14:]]
+    _refused_pieces(store, LogCorrupted, "malformed", 0, broken, checkpoint)
+    reordered = [leaves[:7], leaves[8:14], leaves[7:8], leaves[14:]]
+    _refused_pieces(store, LogCorrupted, "says it is entry", 0, reordered, checkpoint)
+    _refused_pieces(store, LogError, "size", 0, [leaves[:7], leaves[7:20]], checkpoint)
+    wrong_root = checkpoint._replace(root=bytes(32))
+    _refused_pieces(store, LogError, "root", 0, [leaves[:7], leaves[7:]], wrong_root)
+    assert store.append_leaf_pieces(0, [leaves[:7], leaves[7:]], checkpoint).size == 21
+
+
 def test_a_mirror_refuses_a_statement_twice(
     factory: Factory, tmp_path: Path, source: LogStore[Any], signers: Signers
 ) -> None:
@@ -444,6 +479,15 @@ def test_a_mirror_refuses_a_statement_twice(
         checkpoint = SignedCheckpoint(2, forged, edge_root, "2026-11-01T12:00:00.000Z")
         _refused(
             mirror, LogCorrupted, "entry 1: the same statement as entry 0", 0, twice, checkpoint
+        )
+        # In two pieces: the second's statement is found in what the first wrote.
+        _refused_pieces(
+            mirror,
+            LogCorrupted,
+            "entry 1: the same statement as entry 0",
+            0,
+            [twice[:1], twice[1:]],
+            checkpoint,
         )
         mirror.append_leaves(0, twice[:1], _checkpoint(other, 1))
         _refused(mirror, LogCorrupted, "same statement", 1, twice[1:], checkpoint)
