@@ -340,10 +340,10 @@ class RowStore:
 
 
 _SPILL_TABLE = sql(
-    "CREATE TEMP TABLE IF NOT EXISTS spilled_groups (key TEXT PRIMARY KEY, state BLOB)"
+    sqlite="CREATE TEMP TABLE IF NOT EXISTS spilled_groups (key TEXT PRIMARY KEY, state BLOB)"
 )
-_SPILL_PUT = sql("INSERT OR REPLACE INTO spilled_groups VALUES (?, ?)")
-_SPILL_TAKE = sql("SELECT state FROM spilled_groups WHERE key = ?")
+_SPILL_PUT = sql(sqlite="INSERT OR REPLACE INTO spilled_groups VALUES (?, ?)")
+_SPILL_TAKE = sql(sqlite="SELECT state FROM spilled_groups WHERE key = ?")
 _SpilledGroup = tuple[GroupView, list[Member], dict[tuple[str, str | None, str], int], bool]
 
 

@@ -8,8 +8,10 @@ that may write its type, the attester for a withdrawal, the worker for a claim (
 lifecycle is replayed from the log itself: the genesis entry registers the index key and is
 signed by it); (5) the tree recomputed from the leaves matches every stored tree node and every
 checkpoint (``verifier.tree``); (6) every checkpoint note verifies with the log key, and the
-latest covers every entry. Signatures are checked on two threads (``verifier.entries``: Ed25519
-in ``cryptography`` releases the GIL).
+latest covers every entry. The checks that need no state (the leaf hash, the payload digest and
+type, the signature: ``verifier.entries``) run beside the reading, a chunk at a time: on two
+threads for a small log, in a process per core from ``PROCESSES_FROM`` entries (on threads,
+their own Python holds the GIL that the reading needs). Memory is that of a few chunks.
 
 It reads only what ``events.port.LogReader`` gives (the stored rows, tree nodes and checkpoints
 and the origin), so the same checks apply to any store, or to leaves fetched from a server.
