@@ -13,9 +13,17 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 from collections.abc import Iterator
 
-__all__ = ["paused_gc"]
+__all__ = ["cores", "paused_gc"]
+
+
+def cores() -> int:
+    """The cores this process may run on: how many processes bulk work spreads over
+    (``serve --workers``'s default, the ingest's checking processes, ``verify``'s)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
 @contextlib.contextmanager

@@ -23,7 +23,6 @@ import base64
 import binascii
 import gc
 import multiprocessing
-import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
@@ -31,7 +30,7 @@ from pathlib import Path
 import msgspec
 
 from events.authority import EVENT_RULES, refusal
-from events.bulk import paused_gc
+from events.bulk import cores, paused_gc
 from events.entries import EVENT_PAYLOAD_TYPE, Entry, payload_digest
 from events.errors import LogCorrupted, LogError
 from events.keyring import KeyView, fold_keys
@@ -50,11 +49,6 @@ CHUNK = 2048
 PROCESSES_FROM = 20_000
 """From this many entries on, the signatures are checked in processes (below, on threads:
 starting the processes costs more than they save)."""
-
-
-def _cores() -> int:
-    affinity = getattr(os, "sched_getaffinity", None)
-    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
 _ENTRY = msgspec.json.Decoder(Entry)
@@ -100,11 +94,11 @@ class _Checker:
         self.last_recorded = ""
         # A large log's checks go to processes (one per core): on threads, the checks' own
         # Python (hashes, base64, the payload's type) holds the GIL the reading needs.
-        self.processes = log.size >= PROCESSES_FROM and _cores() > 1
+        self.processes = log.size >= PROCESSES_FROM and cores() > 1
         self.pool: Executor
         if self.processes:
             spawn = multiprocessing.get_context("spawn")  # no fork of a threaded reader
-            self.pool = ProcessPoolExecutor(_cores(), mp_context=spawn)
+            self.pool = ProcessPoolExecutor(cores(), mp_context=spawn)
         else:
             self.pool = ThreadPoolExecutor(2, thread_name_prefix="verify")
         self.pending: list[_Checked] = []

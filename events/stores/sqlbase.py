@@ -20,7 +20,7 @@ from events.checkpoints import checkpoint_body
 from events.entries import Pending, StoredEntry, encode_leaf, format_instant, payload_digest
 from events.errors import LogError
 from events.merkle import leaf_hash
-from events.mirroring import MirrorCheck, check_mirrored, check_note_names
+from events.mirroring import MirrorCheck, MirrorRow, check_mirrored, check_note_names
 from events.port import (
     Appended,
     ChunkSigner,
@@ -334,18 +334,23 @@ class SqlLog(SqliteReads):
             entries = [r.entry for r in rows]
             if check is not None:
                 check(entries)
-            self._insert(
-                [
-                    (e.seq, e.recordedAt, e.type, e.subject, e.payload_digest, r.leaf_hash, r.leaf)
-                    for e, r in zip(entries, rows, strict=True)
-                ],
-                [(node_id(level, index), h) for level, index, h in nodes],
-            )
+            self._insert_mirrored(rows, nodes)
             self._edge = edge
             if project is not None and entries:
                 project(self._conn, entries)
             self._store_checkpoint(checkpoint)
         return Mirrored(len(rows), self._edge.size)
+
+    def _insert_mirrored(
+        self, rows: Sequence[MirrorRow], nodes: Sequence[tuple[int, int, bytes]]
+    ) -> None:
+        self._insert(
+            [
+                (e.seq, e.recordedAt, e.type, e.subject, e.payload_digest, lh, leaf)
+                for e, lh, leaf in rows
+            ],
+            [(node_id(level, index), h) for level, index, h in nodes],
+        )
 
     def append_leaf_pieces(
         self,
@@ -367,13 +372,7 @@ class SqlLog(SqliteReads):
                     if len(leaf) > MAX_LEAF:
                         raise _too_large("mirrored", f"at {start + taken + i}", len(leaf))
                 rows, nodes = check.take(leaves)
-                self._insert(
-                    [
-                        (e.seq, e.recordedAt, e.type, e.subject, e.payload_digest, lh, leaf)
-                        for e, lh, leaf in rows
-                    ],
-                    [(node_id(level, index), h) for level, index, h in nodes],
-                )
+                self._insert_mirrored(rows, nodes)
                 taken += len(rows)
             self._edge = check.finish(checkpoint)
             self._store_checkpoint(checkpoint)

@@ -18,8 +18,9 @@ from typing import Any
 
 import msgspec
 
+from events.bulk import cores
 from service.commands.base import Sub
-from service.core.config import Settings, cores
+from service.core.config import Settings
 from service.shared.limits import Limits
 from service.web.auth import TokenStore
 

@@ -10,7 +10,7 @@ import msgspec
 from service.errors import UsageError
 from service.shared.limits import Limits
 
-__all__ = ["DEFAULT_ORIGIN", "DataDir", "Settings", "cores"]
+__all__ = ["DEFAULT_ORIGIN", "DataDir", "Settings"]
 
 DEFAULT_ORIGIN = "benchproof.local/log"
 
@@ -155,10 +155,3 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     limits: Limits = msgspec.field(default_factory=Limits)
     trusted_proxies: tuple[str, ...] = ()
     writer: str = ""  # the writer process's unix socket (serve --workers N), or in process
-
-
-def cores() -> int:
-    """The cores this process may run on (``serve --workers``'s default, and the ingest's
-    checking processes)."""
-    affinity = getattr(os, "sched_getaffinity", None)
-    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1

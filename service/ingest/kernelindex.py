@@ -20,10 +20,10 @@ from typing import Any, NamedTuple
 import msgspec
 import zstandard
 
+from events.bulk import cores
 from events.documents import Checked
 from events.errors import InvalidManifest
 from events.types import Origin, SourceRegistered
-from service.core.config import cores
 from service.ingest.core import Plan, Rejected, RunItem
 from service.ingest.files import SourceFile, walk
 from service.ingest.pool import CheckPool

@@ -27,9 +27,9 @@ import signal
 
 import msgspec
 
+from events.bulk import cores
 from events.documents import Checked, CheckedText, check_manifest_text
 from events.errors import InvalidManifest
-from service.core.config import cores
 
 __all__ = ["MIN_SHARE", "CheckPool"]
 

@@ -178,3 +178,23 @@ def test_an_emptied_payload_digest_is_caught(bp: Runner, pristine: Path, tmp_pat
     out = bp("verify", "--data", data)
     assert out.returncode == 1, out.stdout + out.stderr
     assert "entry 3: the stored payload digest does not match the payload" in out.stderr
+
+
+@pytest.mark.parametrize("tamper", [flip_a_byte, delete_a_row, reorder_two_rows])
+def test_checks_in_processes_find_what_checks_on_threads_find(
+    pristine: Path, tmp_path: Path, tamper: Tamper, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large log's stateless checks run in a process per core (``PROCESSES_FROM``): here
+    forced on a small one, the findings are the threads' own, finding for finding."""
+    from verifier import log as verifier_log
+
+    data, conn = _copy(pristine, tmp_path)
+    tamper(conn, 2)
+    conn.close()
+    on_threads = verifier_log.verify_log(data / "benchproof.db")
+    monkeypatch.setattr(verifier_log, "PROCESSES_FROM", 0)
+    monkeypatch.setattr(verifier_log, "cores", lambda: 2)
+    in_processes = verifier_log.verify_log(data / "benchproof.db")
+    assert on_threads.findings and in_processes.findings == on_threads.findings
+    assert (in_processes.entries, in_processes.root) == (on_threads.entries, on_threads.root)
+    assert verifier_log.verify_log(pristine / "benchproof.db").ok
