@@ -285,6 +285,7 @@ class Traffic:
         self.timeout = timeout
         self.session = f"{random.Random(seed).getrandbits(32):08x}"
         self._numbers = itertools.count()
+        self._revocations = itertools.count()  # alternates self and operator revocations
         self.writes: list[Write] = []
         self.keys: list[SigningKey] = []
         self.runs: list[str] = []  # run digests the log holds (acknowledged)
@@ -747,13 +748,14 @@ class Traffic:
 
     async def _revoke(self, http: httpx.AsyncClient, rng: random.Random) -> None:
         """Register a new key, then revoke it: half the time by itself (its own signed
-        ``key.revoked.v1``), else by the operator (the index signs). A key of its own, so that
-        no other client's write is signed by a key revoked under it."""
+        ``key.revoked.v1``), else by the operator (the index signs), in turn, so that a short
+        round has both whatever its timing (a coin left 9 in a row to the operator once). A key
+        of its own, so that no other client's write is signed by a key revoked under it."""
         key = await self._registered(http)
         if key is None:
             return
         route, path = "POST /v1/keys/{id}/revocation", f"/v1/keys/{key.key_id}/revocation"
-        if rng.random() < 0.5:
+        if next(self._revocations) % 2 == 0:
             write = self._new("revocation-self")
             body = signed_event(KeyRevoked(keyId=key.key_id, reason=write.marker), key)
             await self._post(http, write, route, path, body, retry=False)
