@@ -40,7 +40,9 @@ __all__ = ["FORMAT", "Materializer"]
 #     text columns hold U+0000 as U+0001 on every store (``projections.columns``).
 # 11: current runs are indexed by (workload, hardware, value), for the neighbours query, and
 #     keep the search order's key (k_workload, k_unvalued, k_value) in that order's index.
-FORMAT = 11
+# 12: current eligible runs are indexed by (group, value), for a run's rank in its group; the
+#     neighbours index covers the columns its query filters on.
+FORMAT = 12
 
 
 class Materializer:

@@ -31,6 +31,12 @@ __all__ = [
 
 _VALUES = sql(f"SELECT primary_value FROM p_runs WHERE group_key = ? AND eligible = 1 AND {LIVE}")
 _LEADER = sql(f"SELECT leader FROM p_groups WHERE group_key = ? AND {LIVE}")
+# Now: the values from the partial index of current eligible runs by group alone (the runs'
+# rows are not read), and the group's current version.
+_VALUES_NOW = sql(
+    "SELECT primary_value FROM p_runs WHERE group_key = ? AND eligible = 1 AND valid_to IS NULL"
+)
+_LEADER_NOW = sql("SELECT leader FROM p_groups WHERE group_key = ? AND valid_to IS NULL")
 _GROUP = sql(
     "SELECT kind, metric_key, direction, leader, best, policy_version FROM p_groups"
     f" WHERE group_key = ? AND {LIVE}"
@@ -78,14 +84,20 @@ size. The cache belongs to the caller (one per database)."""
 
 
 def _standings(
-    conn: Session, key: str, p: int, sign: float, cache: StandingsCache | None
+    conn: Session, key: str, p: int, sign: float, cache: StandingsCache | None, *, now: bool
 ) -> _Standings:
+    """The standings of the group ``key`` at the size ``p``; ``now``: ``p`` is the current size
+    (the current rows are the live ones, read through their own indexes)."""
     if cache is not None:
         found = cache.get((key, p))
         if found is not None:
             return found
-    rows = conn.execute(_VALUES, (key, p, p)).fetchall()
-    leader = conn.execute(_LEADER, (key, p, p)).fetchone()
+    if now:
+        rows = conn.execute(_VALUES_NOW, (key,)).fetchall()
+        leader = conn.execute(_LEADER_NOW, (key,)).fetchone()
+    else:
+        rows = conn.execute(_VALUES, (key, p, p)).fetchall()
+        leader = conn.execute(_LEADER, (key, p, p)).fetchone()
     found = _Standings(
         sorted({sign * r[0] for r in rows}), len(rows), leader[0] if leader else None
     )
@@ -109,7 +121,7 @@ def rank_of(
         return None
     p = current_size(conn) if as_of is None else as_of
     sign = -1.0 if view.direction == "higher" else 1.0
-    standing = _standings(conn, key, p, sign, cache)
+    standing = _standings(conn, key, p, sign, cache, now=as_of is None)
     rank = bisect.bisect_left(standing.values, sign * view.primaryValue) + 1
     return Ranked(rank, len(standing.values), standing.members, standing.leader)
 

@@ -189,3 +189,30 @@ def test_projections_of_the_format_before_are_rebuilt_when_the_log_opens(tmp_pat
             "SELECT position FROM p_state WHERE projection = 'format'"
         ).fetchone()
         assert stored == FORMAT
+
+
+def test_a_rank_now_reads_its_group_from_the_index_alone(tmp_path: Path) -> None:
+    """A run's rank in its group, now, reads its group's current eligible values from
+    ``p_runs_current_group`` without reading the members' rows; as of a size it reads the
+    versions live then. Both give the same rank."""
+    from projections.queries import groups, run_view
+
+    ledger, _ = init_data_dir(tmp_path / "d")
+    with ledger:
+        events = []
+        for author in range(6):
+            parts = bundle(group=1, author=author, value=100 + author)
+            events.append((ingest_event(parts), parts["run"].digest))
+        ledger.append(events)
+        conn = ledger.store.session
+        conn.execute("ANALYZE")
+        text = groups._VALUES_NOW.sqlite
+        assert text is not None
+        plan = _plan(conn, text, ("g",))
+        assert "COVERING INDEX p_runs_current_group" in plan, plan
+        size = ledger.store.size
+        views = [run_view(conn, digest) for _, digest in events]
+        now = [groups.rank_of(conn, view) for view in views if view is not None]
+        then = [groups.rank_of(conn, view, size) for view in views if view is not None]
+        assert now == then
+        assert sorted(r.rank for r in now if r is not None) == [1, 2, 3, 4, 5, 6]
