@@ -88,6 +88,15 @@ class Reader:
         """Forget the size read last (after this process wrote: read your own writes)."""
         self._size_at = -1.0
 
+    def peek(self, key: tuple[object, ...]) -> tuple[bytes, str] | None:
+        """The encoded body (and its ETag) kept for ``key``, if one is (nothing is made): an
+        async handler answers a hit on the event loop and makes a miss on a thread."""
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None:
+                self._cache.move_to_end(key)
+            return hit
+
     def cached(self, key: tuple[object, ...], make: Callable[[], bytes]) -> tuple[bytes, str]:
         """The encoded body (and its ETag) for ``key``, made once per key."""
         with self._lock:
