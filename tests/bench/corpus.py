@@ -43,7 +43,7 @@ import zstandard
 from events import check_manifest
 from tests.corpora import CATALOG, corpus
 
-__all__ = ["Template", "generate", "main"]
+__all__ = ["Template", "generate", "main", "shard_path", "shards_of"]
 
 CORRECTED = 0.01
 RETRACTED = 0.002
@@ -121,9 +121,14 @@ def _workload(template: Row, c: int) -> tuple[Row, str]:
 
 
 class _Shard:
+    """One export, written under a temporary name and renamed when complete: a reader that
+    waits for ``path`` (the bench ingests each export while the next is written) never sees
+    part of one."""
+
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._file = path.open("wb")
+        self._partial = path.with_name(path.name + ".partial")
+        self._file = self._partial.open("wb")
         self._out = zstandard.ZstdCompressor(level=3).stream_writer(self._file)
         self.runs = 0
         self.workloads: set[str] = set()
@@ -134,6 +139,7 @@ class _Shard:
 
     def close(self) -> None:
         self._out.close()  # closes the file too
+        self._partial.replace(self.path)
 
 
 def _copies(template: Template, runs: int, seed: int) -> Iterator[tuple[str, Row, Row | None]]:
@@ -207,6 +213,16 @@ def _copies(template: Template, runs: int, seed: int) -> Iterator[tuple[str, Row
         c += 1
 
 
+def shard_path(out: Path, index: int) -> Path:
+    """Where ``generate`` writes its ``index``-th export."""
+    return out / f"part-{index:05d}.jsonl.zst"
+
+
+def shards_of(runs: int, shard_runs: int = SHARD_RUNS) -> int:
+    """How many exports ``generate`` writes for ``runs`` runs."""
+    return -(-runs // shard_runs)
+
+
 def generate(
     out: Path,
     runs: int,
@@ -226,7 +242,7 @@ def generate(
         if shard is None or shard.runs >= shard_runs:
             if shard is not None:
                 shard.close()
-            shard = _Shard(out / f"part-{len(paths):05d}.jsonl.zst")
+            shard = _Shard(shard_path(out, len(paths)))
             paths.append(shard.path)
             for shared in _SHARED_TABLES:
                 for r in template.tables[shared]:
