@@ -43,7 +43,9 @@ def parse_checkpoint_body(text: str) -> Checkpoint:
     if len(lines) < 4 or lines[-1] != "" or not lines[0]:
         raise LogError("not a checkpoint: want origin, size and root lines")
     origin, size_text, root_text = lines[0], lines[1], lines[2]
-    if not size_text.isdigit() or (size_text.startswith("0") and size_text != "0"):
+    if not (size_text.isascii() and size_text.isdigit()) or (
+        size_text.startswith("0") and size_text != "0"
+    ):
         raise LogError(f"not a checkpoint: bad size {size_text!r}")
     try:
         root = binascii.a2b_base64(root_text, strict_mode=True)

@@ -217,7 +217,9 @@ def _key_id(hash16: str, name: str, what: str) -> bytes:
             raise ValueError
         return bytes.fromhex(hash16)
     except ValueError:
-        raise KeyringError(f"malformed {what} {name}: key ID must be 8 hex digits", name=name) from None
+        raise KeyringError(
+            f"malformed {what} {name}: key ID must be 8 hex digits", name=name
+        ) from None
 
 
 def parse_witness_vkey(text: str) -> WitnessVerifier:
@@ -251,7 +253,9 @@ def parse_witness_skey(text: str) -> WitnessSigner:
     _, _, name, hash16, key64 = parts
     _check_name(name)
     key_hash = _key_id(hash16, name, "witness private key")
-    signer = WitnessSigner(name, SigningKey.from_seed(_typed_key(key64, name, "witness private key")))
+    signer = WitnessSigner(
+        name, SigningKey.from_seed(_typed_key(key64, name, "witness private key"))
+    )
     if signer.verifier.key_hash != key_hash:
         raise KeyringError(f"witness private key {name}: key ID does not match the key", name=name)
     return signer

@@ -55,8 +55,11 @@ def test_cosignatures_are_counted_by_witness_and_others_ignored() -> None:
     w1, w2, stranger = _witness(), _witness("w2", b"\x02" * 32), _witness("w3", b"\x03" * 32)
     sig = base64.b64encode(log.key_hash + log.key.sign(BODY)).decode()
     note = (
-        BODY + b"\n" + f"\u2014 {log.name} {sig}\n".encode()
-        + w1.cosign(BODY, 10).encode() + w1.cosign(BODY, 20).encode()
+        BODY
+        + b"\n"
+        + f"\u2014 {log.name} {sig}\n".encode()
+        + w1.cosign(BODY, 10).encode()
+        + w1.cosign(BODY, 20).encode()
         + stranger.cosign(BODY, 5).encode()
     )
     found = cosignatures(note, [w1.verifier, w2.verifier])
