@@ -34,8 +34,15 @@ from pathlib import Path
 from events.checkpoints import Checkpoint, parse_checkpoint_body
 from events.errors import LogError
 from events.merkle import ProofError, verify_consistency
-from keys import KeyringError, MalformedNote, NoteVerifier, UnknownKey, VerificationError
-from keys import open_note, parse_vkey
+from keys import (
+    KeyringError,
+    MalformedNote,
+    NoteVerifier,
+    UnknownKey,
+    VerificationError,
+    open_note,
+    parse_vkey,
+)
 from keys.cosignatures import WitnessSigner, parse_witness_skey
 
 __all__ = [
