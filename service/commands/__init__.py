@@ -16,12 +16,26 @@ from service.commands import (
     reruns,
     serve,
     views,
+    witness,
 )
 from service.commands.base import Sub
 
 
 def register_all(sub: Sub, common: argparse.ArgumentParser) -> None:
     """Add every subcommand to ``sub``; ``common`` carries the options every command takes."""
-    modules = (digest, logcmds, ingest, views, serve, keys, attest, reruns, cite, audit, mirror)
+    modules = (
+        digest,
+        logcmds,
+        ingest,
+        views,
+        serve,
+        keys,
+        attest,
+        reruns,
+        cite,
+        audit,
+        mirror,
+        witness,
+    )
     for module in modules:
         module.register(sub, common)

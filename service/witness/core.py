@@ -80,7 +80,7 @@ class Answer:
 
     status: int
     body: bytes
-    content_type: str = "text/plain; charset=utf-8"
+    content_type: str = "text/plain"
 
 
 def _connect(path: Path) -> sqlite3.Connection:

@@ -1,0 +1,110 @@
+"""``benchproof witness init|add-log|serve``: a C2SP tlog-witness of someone's log, in a folder
+of its own (``--data WDIR``: its key, its vkey and its SQLite file; nothing of any log's)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from service.commands.base import Sub, local_path
+from service.errors import NotFound, UsageError
+from service.witness.core import DB_FILE, VKEY_FILE, Witness, WitnessError, init_witness
+
+
+def register(sub: Sub, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "witness",
+        parents=[common],
+        help="run a witness (C2SP tlog-witness) that cosigns a log's checkpoints",
+        description=(
+            "A witness follows logs by their vkeys and cosigns each checkpoint that is"
+            " consistent with the last one it cosigned (C2SP tlog-witness, cosignature/v1)."
+            " --data names the witness's own folder."
+        ),
+    )
+    verbs = p.add_subparsers(dest="verb", metavar="VERB", parser_class=type(p))
+    verbs.required = True
+    init = verbs.add_parser("init", parents=[common], help="make the witness's key and folder")
+    init.add_argument(
+        "--name", required=True, help="the witness's key name, e.g. witness.example/w1"
+    )
+    init.set_defaults(handler=_init)
+    add = verbs.add_parser("add-log", parents=[common], help="follow a log (its vkey file)")
+    add.add_argument("vkey", type=local_path, metavar="LOG_VKEYFILE", help="the log's vkey file")
+    add.set_defaults(handler=_add_log)
+    serve = verbs.add_parser("serve", parents=[common], help="serve POST /add-checkpoint")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8470)
+    serve.set_defaults(handler=_serve)
+
+
+def _folder(args: argparse.Namespace) -> Path:
+    folder: Path = args.data
+    if (folder / "benchproof.db").exists():
+        raise UsageError(f"{folder} is a log's data directory: a witness keeps a folder of its own")
+    return folder
+
+
+def _open(args: argparse.Namespace) -> Witness:
+    try:
+        return Witness(_folder(args))
+    except WitnessError as exc:
+        raise NotFound(str(exc)) from None
+
+
+def _init(args: argparse.Namespace) -> int:
+    try:
+        signer = init_witness(_folder(args), args.name)
+    except WitnessError as exc:
+        raise UsageError(str(exc)) from None
+    sys.stdout.write(signer.vkey + "\n")
+    sys.stderr.write(f"witness {signer.name}: {args.data / VKEY_FILE}, {args.data / DB_FILE}\n")
+    return 0
+
+
+def _add_log(args: argparse.Namespace) -> int:
+    try:
+        text = Path(args.vkey).read_text()
+    except FileNotFoundError:
+        raise NotFound(f"{args.vkey}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{args.vkey}: {exc}") from None
+    with _open(args) as witness:
+        try:
+            log = witness.add_log(text)
+        except WitnessError as exc:
+            raise UsageError(str(exc)) from None
+    sys.stdout.write(f"following {log.name}\n")
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    """Bind the socket first (``--port 0``: the system picks), name the address it is bound to
+    on stdout, then serve on it until stopped."""
+    import socket
+
+    import uvicorn
+
+    from service.witness.app import witness_app
+
+    with _open(args) as witness:
+        family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((args.host, args.port))
+            sock.listen(2048)  # connections wait in the backlog until uvicorn accepts them
+        except OSError as exc:
+            sock.close()
+            raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}") from None
+        port = sock.getsockname()[1]
+        host = f"[{args.host}]" if family == socket.AF_INET6 else args.host
+        sys.stdout.write(
+            f"benchproof witness: serving {witness.signer.name} on http://{host}:{port}"
+            f" ({len(witness.logs())} log(s))\n"
+        )
+        sys.stdout.flush()
+        config = uvicorn.Config(witness_app(witness), log_level="warning", access_log=False)
+        uvicorn.Server(config).run(sockets=[sock])
+    return 0
