@@ -344,6 +344,11 @@ class LogStore(LogReader, Protocol[S_co]):
         return the latest."""
         ...
 
+    def add_cosignatures(self, size: int, lines: Sequence[str]) -> bytes | None:
+        """Add witnesses' cosignature lines to the stored checkpoint of ``size`` (one per
+        witness key); the note as stored after, or None if no checkpoint has that size."""
+        ...
+
 
 def stored_entries(log: LogReader, start: int = 0, end: int | None = None) -> Iterator[StoredEntry]:
     """The entries ``start <= seq < end`` as projections see them (payload decoded).

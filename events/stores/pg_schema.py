@@ -63,9 +63,11 @@ _SET_ROLE = sql(postgresql='SET ROLE "{role}"')
 _CREATE_ROLE = sql(postgresql='CREATE ROLE "{role}" NOLOGIN')
 _GRANTS = [
     sql(postgresql='GRANT USAGE, CREATE ON SCHEMA {schema} TO "{role}"'),
-    sql(postgresql='GRANT SELECT, INSERT ON entries, tree_nodes, checkpoints TO "{role}"'),
     sql(
-        postgresql='REVOKE UPDATE, DELETE, TRUNCATE ON entries, tree_nodes, checkpoints FROM "{role}"'
+        postgresql='GRANT SELECT, INSERT ON entries, tree_nodes, checkpoints, cosignatures TO "{role}"'
+    ),
+    sql(
+        postgresql='REVOKE UPDATE, DELETE, TRUNCATE ON entries, tree_nodes, checkpoints, cosignatures FROM "{role}"'
     ),
     sql(postgresql='GRANT SELECT, INSERT ON meta TO "{role}"'),
 ]
@@ -114,6 +116,13 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     signed_at TEXT COLLATE "C" NOT NULL,
     note BYTEA NOT NULL
 );
+CREATE TABLE IF NOT EXISTS cosignatures (
+    size BIGINT NOT NULL,
+    witness TEXT COLLATE "C" NOT NULL,
+    key_id BYTEA NOT NULL,
+    line TEXT COLLATE "C" NOT NULL,
+    PRIMARY KEY (size, witness, key_id)
+);
 CREATE OR REPLACE FUNCTION benchproof_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     RAISE EXCEPTION '% is append-only', TG_TABLE_NAME USING ERRCODE = 'restrict_violation';
@@ -126,7 +135,7 @@ CREATE OR REPLACE TRIGGER {table}_append_only BEFORE UPDATE OR DELETE ON {table}
 CREATE OR REPLACE TRIGGER {table}_no_truncate BEFORE TRUNCATE ON {table}
     FOR EACH STATEMENT EXECUTE FUNCTION benchproof_append_only();
 """
-_LOG_TABLES = ("entries", "tree_nodes", "checkpoints")
+_LOG_TABLES = ("entries", "tree_nodes", "checkpoints", "cosignatures")
 _APPEND_ONLY = [sql(postgresql=_TRIGGERS.format(table=table)) for table in _LOG_TABLES]
 
 

@@ -9,6 +9,8 @@ begins, commits and names its storage faults.
 
 from __future__ import annotations
 
+import base64
+
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -48,8 +50,28 @@ _INSERT_CHECKPOINT = sql(
     "INSERT INTO checkpoints (size, root, signed_at, note) VALUES (?, ?, ?, ?)"
     " ON CONFLICT DO NOTHING"
 )
+_INSERT_COSIGNATURE = sql(
+    "INSERT INTO cosignatures (size, witness, key_id, line) VALUES (?, ?, ?, ?)"
+    " ON CONFLICT DO NOTHING"
+)
 ROLLBACK = sql("ROLLBACK")
 COMMIT = sql("COMMIT")
+
+
+def _signer_of(line: str) -> tuple[str, bytes]:
+    """The (name, key ID) of a note signature line.
+
+    Raises:
+        LogError: not a signature line.
+    """
+    name, _, sig64 = line.removeprefix("\u2014 ").partition(" ")
+    try:
+        raw = base64.b64decode(sig64, validate=True)
+    except ValueError:
+        raw = b""
+    if not line.startswith("\u2014 ") or not name or len(raw) < 5:
+        raise LogError("not a note signature line")
+    return name, raw[:4]
 
 
 def _too_large(type_: str, subject: str, size: int) -> LeafTooLarge:
@@ -377,6 +399,29 @@ class SqlLog(SqliteReads):
             self._edge = check.finish(checkpoint)
             self._store_checkpoint(checkpoint)
         return Mirrored(taken, self._edge.size)
+
+    def add_cosignatures(self, size: int, lines: Sequence[str]) -> bytes | None:
+        """Add witnesses' cosignature lines (``— name base64...``, verified by the caller) to
+        the stored checkpoint of ``size``: one line per (name, key ID), the first kept, so that
+        a checkpoint gains a witness once. Returns the note as stored after (None: no
+        checkpoint of that size). Every reader of the note (``/checkpoint``, receipts,
+        mirrors, exports) then holds the cosignatures.
+
+        Raises:
+            LogError: a line that is not a note signature line.
+        """
+        rows = []
+        for line in lines:
+            text = line.rstrip("\n")
+            name, key_id = _signer_of(text)
+            rows.append((size, name, key_id, text))
+        with self.transaction() as conn:
+            if self.checkpoint(size) is None:
+                return None
+            for row in rows:
+                conn.execute(_INSERT_COSIGNATURE, row)
+        stored = self.checkpoint(size)
+        return None if stored is None else stored.note
 
     def publish_checkpoint(self, sign_checkpoint: NoteSigner, now: datetime) -> SignedCheckpoint:
         with self.transaction():

@@ -51,6 +51,7 @@ _CHECKPOINT_OF = sql(f"{_CHECKPOINT} WHERE size = ?")
 _AT_OR_BELOW = sql(f"{_CHECKPOINT} WHERE size <= ? ORDER BY size DESC LIMIT 1")
 _AT_INSTANT = sql(f"{_CHECKPOINT} WHERE signed_at <= ? ORDER BY size DESC LIMIT 1")
 _CHECKPOINTS = sql(f"{_CHECKPOINT} ORDER BY size")
+_COSIGNED = sql("SELECT line FROM cosignatures WHERE size = ? ORDER BY witness, key_id")
 _RECORDED_AT = sql("SELECT recorded_at FROM entries WHERE seq = ?")
 _FIND = sql("SELECT payload_digest, seq FROM entries WHERE payload_digest IN ({marks})")
 _LAST_RECORDED = sql("SELECT recorded_at FROM entries ORDER BY seq DESC LIMIT 1")
@@ -231,24 +232,35 @@ class SqliteReads:
         yield from self._conn.execute(_SHARD_ROWS, (workers, shard, size))
 
     def latest_checkpoint(self) -> SignedCheckpoint | None:
-        return _checkpoint(self._conn.execute(_LATEST).fetchone())
+        return self._cosigned(_checkpoint(self._conn.execute(_LATEST).fetchone()))
 
     def checkpoint(self, size: int) -> SignedCheckpoint | None:
-        return _checkpoint(self._conn.execute(_CHECKPOINT_OF, (size,)).fetchone())
+        return self._cosigned(_checkpoint(self._conn.execute(_CHECKPOINT_OF, (size,)).fetchone()))
 
     def checkpoint_at_or_below(self, size: int) -> SignedCheckpoint | None:
-        return _checkpoint(self._conn.execute(_AT_OR_BELOW, (size,)).fetchone())
+        return self._cosigned(_checkpoint(self._conn.execute(_AT_OR_BELOW, (size,)).fetchone()))
 
     def checkpoint_at_instant(self, instant: str) -> SignedCheckpoint | None:
-        return _checkpoint(self._conn.execute(_AT_INSTANT, (instant,)).fetchone())
+        return self._cosigned(_checkpoint(self._conn.execute(_AT_INSTANT, (instant,)).fetchone()))
 
     def checkpoints(self) -> Iterator[SignedCheckpoint]:
         with self._reading():
             rows = self._conn.execute(_CHECKPOINTS).fetchall()
         for row in rows:
-            checkpoint = _checkpoint(row)
+            checkpoint = self._cosigned(_checkpoint(row))
             assert checkpoint is not None  # noqa: S101 - a row was read
             yield checkpoint
+
+    def _cosigned(self, checkpoint: SignedCheckpoint | None) -> SignedCheckpoint | None:
+        """``checkpoint`` with the cosignature lines witnesses gave it (``cosignatures``: kept
+        beside the append-only note, appended to it as it is read), by witness name."""
+        if checkpoint is None:
+            return None
+        lines = self._conn.execute(_COSIGNED, (checkpoint.size,)).fetchall()
+        if not lines:
+            return checkpoint
+        added = "".join(f"{line}\n" for (line,) in lines).encode()
+        return checkpoint._replace(note=checkpoint.note + added)
 
     def size_at_instant(self, instant: str) -> int:
         conn = self._conn

@@ -45,7 +45,7 @@ BEGIN SELECT RAISE(ABORT, '{table} is append-only'); END;
 """
 _TRIGGERS = [
     sql(sqlite=_APPEND_ONLY.format(table=table))
-    for table in ("entries", "tree_nodes", "checkpoints")
+    for table in ("entries", "tree_nodes", "checkpoints", "cosignatures")
 ]
 
 _SCHEMA = sql(
@@ -69,6 +69,13 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     root BLOB NOT NULL,
     signed_at TEXT NOT NULL,
     note BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS cosignatures (
+    size INTEGER NOT NULL,
+    witness TEXT NOT NULL,
+    key_id BLOB NOT NULL,
+    line TEXT NOT NULL,
+    PRIMARY KEY (size, witness, key_id)
 );
 """
 )

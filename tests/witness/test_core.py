@@ -136,3 +136,33 @@ def test_init_refuses_a_folder_that_holds_a_witness(tmp_path: Path, witness: Wit
     with pytest.raises(WitnessError):
         init_witness(tmp_path / "w", "witness.test/w2")
     assert (tmp_path / "w" / "witness.key").stat().st_mode & 0o077 == 0
+
+
+def test_cosignatures_are_kept_with_their_checkpoint_once_per_witness(tmp_path: Path) -> None:
+    """A log's stored checkpoint gains each witness's cosignature line once; what readers of
+    the note get is the log's note with those lines, and the log's key still verifies it."""
+    from keys import open_note
+    from service.core.init import init_data_dir
+    from tests.builders import bundle, ingest_event
+
+    ledger, _ = init_data_dir(tmp_path / "log")
+    with ledger:
+        parts = bundle(group=1, author=1, value=10)
+        ledger.append([(ingest_event(parts), parts["run"].digest)])
+        store = ledger.store
+        latest = store.latest_checkpoint()
+        assert latest is not None
+        w1 = init_witness(tmp_path / "w1", "witness.test/w1", seed=b"\x01" * 32)
+        w2 = init_witness(tmp_path / "w2", "witness.test/w2", seed=b"\x02" * 32)
+        body = latest.note[: latest.note.rfind(b"\n\n") + 1]
+        store.add_cosignatures(latest.size, [w1.cosign(body, 5), w2.cosign(body, 6)])
+        note = store.add_cosignatures(latest.size, [w1.cosign(body, 7)])
+        assert note is not None and note == store.latest_checkpoint().note  # type: ignore[union-attr]
+        found = cosignatures(note, [w1.verifier, w2.verifier])
+        assert {n: c.timestamp for n, c in found.items()} == {
+            "witness.test/w1": 5,
+            "witness.test/w2": 6,
+        }
+        assert note.startswith(latest.note)
+        assert open_note(note, [ledger.log_verifier]).text == body.decode()
+        assert store.add_cosignatures(latest.size + 99, [w1.cosign(body, 8)]) is None
