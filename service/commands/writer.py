@@ -19,6 +19,7 @@ import threading
 from pathlib import Path
 
 from service.core.ledger import Ledger
+from service.core.witnesses import start_cosigner
 from service.core.writer import serve_writer
 
 
@@ -35,7 +36,11 @@ async def _main(data: Path, path: Path) -> None:
     loop = asyncio.get_running_loop()
     threading.Thread(target=_until_input_closes, args=(loop, stop), daemon=True).start()
     with Ledger.open(data) as ledger:
-        await serve_writer(ledger, path, stop)
+        halt = start_cosigner(ledger.store, data, ledger.data.store)
+        try:
+            await serve_writer(ledger, path, stop)
+        finally:
+            halt()
 
 
 def main(argv: list[str]) -> int:

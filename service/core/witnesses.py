@@ -33,7 +33,17 @@ from keys import KeyringError
 from keys.cosignatures import WitnessVerifier, cosignatures, parse_witness_vkey
 from service.errors import UsageError
 
-__all__ = ["CONFIG", "STATUS", "Cosigner", "WitnessConfig", "configured", "save_configured"]
+__all__ = [
+    "CONFIG",
+    "STATUS",
+    "Cosigner",
+    "WitnessConfig",
+    "add_witness",
+    "configured",
+    "remove_witness",
+    "save_configured",
+    "start_cosigner",
+]
 
 CONFIG, STATUS = "witnesses.json", "witness-status.json"
 SIZE_TYPE = "text/x.tlog.size"
@@ -125,11 +135,15 @@ class _Known:
 class Cosigner:
     """Asks the configured witnesses to cosign the log's latest checkpoint.
 
-    ``store``: the log's store (``latest_checkpoint``, ``consistency_proof``,
-    ``add_cosignatures``); ``data``: the data directory (its configuration and status)."""
+    ``store``: the log's writable store (``add_cosignatures``); ``data``: the data directory
+    (its configuration and status); ``reads``: a handle that reads only committed state
+    (``latest_checkpoint``, ``consistency_proof``), default ``store``. A thread beside other
+    writers passes a read handle of its own: on the writers' connection it could see, and
+    send, a checkpoint a transaction under way has not committed."""
 
     store: Any
     data: Path
+    reads: Any = None
     timeout: float = 10.0
     clock: Callable[[], float] = time.time
     known: dict[str, _Known] = field(default_factory=dict)
@@ -138,7 +152,8 @@ class Cosigner:
         """One round: each witness behind the latest checkpoint is asked once (twice after a
         409 naming its size). Returns what came of each (by witness name): ``cosigned``,
         ``current``, ``refused: ...`` or ``unreachable: ...``."""
-        latest = self.store.latest_checkpoint()
+        reads = self.store if self.reads is None else self.reads
+        latest = reads.latest_checkpoint()
         if latest is None:
             return {}
         outcome: dict[str, str] = {}
@@ -149,7 +164,7 @@ class Cosigner:
                 if state.size == latest.size and state.refusal is None:
                     outcome[verifier.name] = "current"
                     continue
-                outcome[verifier.name] = self._ask(http, witness, verifier, latest, state)
+                outcome[verifier.name] = self._ask(http, witness, verifier, latest, state, reads)
         self._write_status()
         return outcome
 
@@ -160,10 +175,11 @@ class Cosigner:
         verifier: WitnessVerifier,
         latest: Any,
         state: _Known,
+        reads: Any,
     ) -> str:
         for _ in range(2):
             old = state.size if state.size <= latest.size else 0
-            proof = self.store.consistency_proof(old, latest.size) if 0 < old < latest.size else []
+            proof = reads.consistency_proof(old, latest.size) if 0 < old < latest.size else []
             body = (
                 f"old {old}\n".encode()
                 + b"".join(_b64(h) + b"\n" for h in proof)
@@ -223,7 +239,7 @@ class Cosigner:
         for one checkpoint) and then wait for the next checkpoint."""
         delay, tries, last_size = every, 0, -1
         while not stop.is_set():
-            latest = self.store.latest_checkpoint()
+            latest = (self.store if self.reads is None else self.reads).latest_checkpoint()
             size = -1 if latest is None else latest.size
             if size != last_size:
                 delay, tries, last_size = every, 0, size
@@ -245,3 +261,31 @@ def _b64(h: bytes) -> bytes:
     import base64
 
     return base64.b64encode(h)
+
+
+def start_cosigner(store: Any, data: Path, store_url: str) -> Callable[[], None]:
+    """Ask the witnesses ``data`` configures in the background, on a daemon thread with a read
+    handle of its own on the store at ``store_url``, for as long as the process runs; returns
+    the function that stops it. Nothing is started when no witness is configured at the start
+    (``witnesses add`` says a restart is needed)."""
+    from events.stores import open_reader
+
+    stop = threading.Event()
+    if not configured(data):
+        return stop.set
+
+    def work() -> None:
+        reads = open_reader(store_url)
+        try:
+            Cosigner(store, data, reads=reads).run(stop)
+        finally:
+            reads.close()
+
+    thread = threading.Thread(target=work, name="cosigner", daemon=True)
+    thread.start()
+
+    def halt() -> None:
+        stop.set()
+        thread.join(timeout=15)
+
+    return halt

@@ -23,6 +23,7 @@ from litestar.template.config import TemplateConfig
 from service.core.config import DataDir, Settings
 from service.core.ledger import Ledger, open_log
 from service.core.logs import Clock, OpenedLog, utcnow
+from service.core.witnesses import start_cosigner
 from service.core.writer import WriterClient
 from service.shared.limits import RateLimiter
 from service.web import openapi, problems
@@ -187,7 +188,16 @@ def create_app(
     gate = Gate(limiter, settings.trusted_proxies)
     services = Services(ledger, reader, gate, settings.public_url)
 
+    # The process that writes the log itself (not a worker of ``serve --workers N``, whose
+    # writer process does this) asks the witnesses in the background.
+    halt_cosigner = (
+        start_cosigner(ledger.store, settings.data, ledger.data.store)
+        if not settings.writer and isinstance(ledger, Ledger) and ledger.note_signer is not None
+        else lambda: None
+    )
+
     def on_shutdown() -> None:
+        halt_cosigner()
         limiter.close()
         reader.close()
         if own:
