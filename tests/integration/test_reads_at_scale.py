@@ -216,3 +216,27 @@ def test_a_rank_now_reads_its_group_from_the_index_alone(tmp_path: Path) -> None
         then = [groups.rank_of(conn, view, size) for view in views if view is not None]
         assert now == then
         assert sorted(r.rank for r in now if r is not None) == [1, 2, 3, 4, 5, 6]
+
+
+def test_a_rank_read_as_the_log_grows_is_the_rank_at_the_size_it_read(tmp_path: Path) -> None:
+    """A reader reads the size, then the current rows; a writer that commits between them would
+    make the rows a later size's. Standings asked "now" at a size that is no longer the current
+    one are those as of that size (and kept so), not the current rows."""
+    from projections.queries import groups, run_view
+
+    ledger, _ = init_data_dir(tmp_path / "d")
+    with ledger:
+        first = [bundle(group=1, author=a, value=100 + a) for a in range(3)]
+        ledger.append([(ingest_event(p), p["run"].digest) for p in first])
+        conn = ledger.store.session
+        before = ledger.store.size
+        later = [bundle(group=1, author=a, value=50 + a) for a in range(3, 6)]
+        ledger.append([(ingest_event(p), p["run"].digest) for p in later])
+        view = run_view(conn, first[0]["run"].digest)
+        assert view is not None and view.group_key is not None
+        cache: groups.StandingsCache = {}
+        raced = groups._standings(conn, view.group_key, before, 1.0, cache, now=True)
+        then = groups._standings(conn, view.group_key, before, 1.0, None, now=False)
+        now = groups._standings(conn, view.group_key, ledger.store.size, 1.0, None, now=True)
+        assert raced == then == cache[(view.group_key, before)]
+        assert (raced.members, now.members) == (3, 6)
