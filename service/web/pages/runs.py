@@ -65,9 +65,12 @@ async def run_page(
     # A page is a function of the reference as of a size, the host it is served for and the day
     # (its citation's access date): rendered once per such key.
     key = ("page", text, at, size, base, accessed)
-    hit = reader.peek(key) or await sync_to_thread(miss)
-    if isinstance(hit, Template):
-        return hit
+    hit = reader.peek(key)
+    if hit is None:
+        made = await sync_to_thread(miss)
+        if isinstance(made, Template):
+            return made
+        hit = made
     body, etag = hit
     return page(body, etag, pinned=asked_for.pinned)
 
