@@ -240,3 +240,46 @@ def test_a_rank_read_as_the_log_grows_is_the_rank_at_the_size_it_read(tmp_path: 
         now = groups._standings(conn, view.group_key, ledger.store.size, 1.0, None, now=True)
         assert raced == then == cache[(view.group_key, before)]
         assert (raced.members, now.members) == (3, 6)
+
+
+def test_better_elsewhere_as_of_a_size_reads_one_workload_on_one_hardware(
+    tmp_path: Path,
+) -> None:
+    # As of a size (an audit compares every dossier as of its checkpoint) the query reads the
+    # versions of one workload on one hardware, not every version in the index (256 ms a run
+    # at 100k runs before p_runs_workload).
+    ledger, _ = init_data_dir(tmp_path / "d")
+    with ledger:
+        events = []
+        for group in range(40):
+            parts = bundle(group=group, author=0, value=100)
+            events.append((ingest_event(parts), parts["run"].digest))
+        ledger.append(events)
+        conn = ledger.store.session
+        conn.execute("ANALYZE")
+        for direction in ("lower", "higher"):
+            text = neighbours._BETTER_THEN[direction].sqlite
+            assert text is not None
+            plan = _plan(conn, text, ("w", "NVIDIA B200", 5, 5, "g", 1.0))
+            assert "p_runs_workload" in plan, plan
+            assert "SCAN p_runs" not in plan.replace("SCAN p_runs USING", ""), plan
+
+
+def test_run_digests_read_a_page_at_a_time_are_every_run_in_order(tmp_path: Path) -> None:
+    from projections.queries import count_runs, iter_run_digests, run_digests
+
+    ledger, _ = init_data_dir(tmp_path / "d")
+    with ledger:
+        events = []
+        for group in range(23):
+            parts = bundle(group=group, author=0, value=100)
+            events.append((ingest_event(parts), parts["run"].digest))
+        ledger.append(events)
+        conn = ledger.store.session
+        size = ledger.store.size
+        for as_of in (None, size, size - 10):
+            whole = run_digests(conn, as_of)
+            assert list(iter_run_digests(conn, as_of, page=5)) == whole
+            assert list(iter_run_digests(conn, as_of, page=len(whole))) == whole
+            assert count_runs(conn, as_of) == len(whole)
+        assert len(run_digests(conn)) == 23
