@@ -7,6 +7,7 @@ The fold of each batch is a ``projections.batch.Batch``; it reads and writes row
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from events.bulk import paused_gc
@@ -42,7 +43,9 @@ __all__ = ["FORMAT", "Materializer"]
 #     keep the search order's key (k_workload, k_unvalued, k_value) in that order's index.
 # 12: current eligible runs are indexed by (group, value), for a run's rank in its group; the
 #     neighbours index covers the columns its query filters on.
-FORMAT = 12
+# 13: every version of a run is indexed by (workload, hardware, value), for the neighbours
+#     query as of a size.
+FORMAT = 13
 
 
 class Materializer:
@@ -137,6 +140,8 @@ class Materializer:
                 for chunk in _chunks(entries, batch_size):
                     self.apply(chunk)
                     count += len(chunk)
+                    del chunk
+                    gc.collect(1)  # the collector is paused: a batch's cyclic garbage goes here
             finally:
                 self._carried = None
             if indexes:

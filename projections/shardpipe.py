@@ -1,7 +1,11 @@
 """The pipe between a parallel rebuild (``projections.shards``) and its worker processes: each
 worker writes frames (a kind byte and the body's length, ``HEADER``, then the body: ``C`` a
 pickled list of member changes, ``D`` done with the count of entries read, ``E`` an error),
-and the caller reads them on a thread (``Worker``)."""
+and the caller reads them on a thread (``Worker``).
+
+The thread holds at most ``AHEAD`` frames: a shard that runs ahead of the merge (which waits
+for the slowest) then blocks on its pipe, so the caller's memory is bounded by a few batches,
+not by the log."""
 
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from events.errors import LogError
 __all__ = ["HEADER", "Worker"]
 
 HEADER = struct.Struct(">cQ")  # C: member changes, D: done, E: error; then the body's length
+AHEAD = 4  # frames (batches of member changes) a worker's thread holds before it waits
 
 
 class Worker:
@@ -28,7 +33,8 @@ class Worker:
         self.proc = subprocess.Popen(  # noqa: S603 - our own module, by the running interpreter
             command, stdout=subprocess.PIPE, stderr=errors
         )
-        self.frames: queue.Queue[tuple[bytes, bytes]] = queue.Queue()
+        self.frames: queue.Queue[tuple[bytes, bytes]] = queue.Queue(maxsize=AHEAD)
+        self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._drain, daemon=True)
         self.thread.start()
 
@@ -38,16 +44,26 @@ class Worker:
         while True:
             header = stdout.read(HEADER.size)
             if len(header) < HEADER.size:
-                self.frames.put((b"", b""))
+                self._put((b"", b""))
                 return
             kind, length = HEADER.unpack(header)
             body = stdout.read(length)
             if len(body) < length:  # it died while writing
-                self.frames.put((b"", b""))
+                self._put((b"", b""))
                 return
-            self.frames.put((kind, body))
-            if kind != b"C":
+            if not self._put((kind, body)) or kind != b"C":
                 return
+
+    def _put(self, frame: tuple[bytes, bytes]) -> bool:
+        """Hand ``frame`` to the caller, waiting while it holds ``AHEAD``; False once the
+        worker is being stopped (nobody will read it)."""
+        while not self.stopping.is_set():
+            try:
+                self.frames.put(frame, timeout=0.1)
+            except queue.Full:
+                continue
+            return True
+        return False
 
     def changes(self) -> Iterator[Any]:
         """The shard's member changes, in its order, until it is done.
@@ -72,6 +88,7 @@ class Worker:
                 raise LogError("a rebuild worker ended early" + (f": {lines[-1]}" if lines else ""))
 
     def stop(self) -> None:
+        self.stopping.set()  # a thread waiting to hand over a frame gives up
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()

@@ -9,6 +9,7 @@ full disk, a read-only file system, a damaged database, an I/O error; nothing wa
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -102,8 +103,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_M_ARENA_MAX = -8  # glibc's mallopt parameter
+
+
+def _fewer_arenas() -> None:
+    """At most two malloc arenas (glibc; elsewhere nothing): each thread that frees large
+    buffers (an audit's 8 fetch threads, a server's) otherwise fragments an arena of its own,
+    and an audit's memory grew with the log (50 MB over 100k entries, 23 MB with two)."""
+    try:
+        libc = ctypes.CDLL(None)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt(_M_ARENA_MAX, 2)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the process exit code (the console script exits with it)."""
+    _fewer_arenas()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not hasattr(args, "data"):

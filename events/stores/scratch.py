@@ -25,7 +25,9 @@ _PRAGMAS = [
     sql(sqlite="PRAGMA synchronous=OFF"),
     sql(sqlite="PRAGMA locking_mode=EXCLUSIVE"),
     sql(sqlite="PRAGMA cache_size=-131072"),
-    sql(sqlite="PRAGMA temp_store=MEMORY"),
+    # Sorts and temporary tables (an index built over a whole table) spill to files: in memory
+    # they grew with the log.
+    sql(sqlite="PRAGMA temp_store=FILE"),
 ]
 _ATTACH = sql(sqlite="ATTACH DATABASE ? AS ?")
 

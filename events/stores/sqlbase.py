@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 
 import contextlib
+import gc
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
@@ -396,6 +397,8 @@ class SqlLog(SqliteReads):
                 rows, nodes = check.take(leaves)
                 self._insert_mirrored(rows, nodes)
                 taken += len(rows)
+                del rows, nodes, leaves
+                gc.collect(1)  # the collector is paused: a piece's cyclic garbage goes here
             self._edge = check.finish(checkpoint)
             self._store_checkpoint(checkpoint)
         return Mirrored(taken, self._edge.size)

@@ -86,16 +86,23 @@ size. The cache belongs to the caller (one per database)."""
 def _standings(
     conn: Session, key: str, p: int, sign: float, cache: StandingsCache | None, *, now: bool
 ) -> _Standings:
-    """The standings of the group ``key`` at the size ``p``; ``now``: ``p`` is the current size
-    (the current rows are the live ones, read through their own indexes)."""
+    """The standings of the group ``key`` at the size ``p``; ``now``: ``p`` was the current size
+    when read (the current rows are then the live ones, read through their own indexes).
+
+    Each statement of a reader's session is a transaction of its own, so a writer may commit
+    between reading ``p`` and reading the current rows: unless the size is still ``p`` after
+    them, they are read again as of ``p``. What is returned and kept is ``p``'s, always."""
     if cache is not None:
         found = cache.get((key, p))
         if found is not None:
             return found
+    rows, leader = None, None
     if now:
         rows = conn.execute(_VALUES_NOW, (key,)).fetchall()
         leader = conn.execute(_LEADER_NOW, (key,)).fetchone()
-    else:
+        if current_size(conn) != p:
+            rows = None
+    if rows is None:
         rows = conn.execute(_VALUES, (key, p, p)).fetchall()
         leader = conn.execute(_LEADER, (key, p, p)).fetchone()
     found = _Standings(

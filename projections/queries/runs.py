@@ -30,6 +30,10 @@ _ALIAS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*:[^\x00-\x1f\x7f]+\Z")  # <sour
 
 _VIEW = sql(f"SELECT view FROM p_runs WHERE run_digest = ? AND {LIVE}")
 _DIGESTS = sql(f"SELECT run_digest FROM p_runs WHERE {LIVE} ORDER BY run_digest")
+_DIGESTS_AFTER = sql(
+    f"SELECT run_digest FROM p_runs WHERE run_digest > ? AND {LIVE} ORDER BY run_digest LIMIT ?"
+)
+_COUNT = sql(f"SELECT count(*) FROM p_runs WHERE {LIVE}")
 _ANY = sql("SELECT 1 FROM p_runs LIMIT 1")
 _LIVE_ONE = sql(f"SELECT 1 FROM p_runs WHERE run_digest = ? AND {LIVE} LIMIT 1")
 _PREFIXED = sql(
@@ -61,6 +65,24 @@ def run_digests(conn: Session, as_of: int | None = None) -> list[str]:
     """The digest of every run the log held at ``as_of`` (whatever its status), in order."""
     p = at(as_of)
     return [r[0] for r in conn.execute(_DIGESTS, (p, p))]
+
+
+def iter_run_digests(conn: Session, as_of: int | None = None, *, page: int = 4096) -> Iterator[str]:
+    """``run_digests``, read a page at a time (by digest, from the last one read): memory
+    bounded by a page, not by the index, and no statement left open between pages."""
+    p, last = at(as_of), ""
+    while True:
+        digests = [r[0] for r in conn.execute(_DIGESTS_AFTER, (last, p, p, page))]
+        yield from digests
+        if len(digests) < page:
+            return
+        last = digests[-1]
+
+
+def count_runs(conn: Session, as_of: int | None = None) -> int:
+    """How many runs the log held at ``as_of`` (whatever their status)."""
+    p = at(as_of)
+    return int(conn.execute(_COUNT, (p, p)).fetchone()[0])
 
 
 def has_runs(conn: Session) -> bool:

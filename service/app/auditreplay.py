@@ -8,8 +8,9 @@ from __future__ import annotations
 import random
 import shutil
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from verifier.tiles import (
 __all__ = ["compare_views", "replay_leaves"]
 
 PIECE = 4096
+AHEAD = 32  # answers fetched ahead of the comparison (8 connections, 4 each)
 _ENC = msgspec.json.Encoder()
 _DEC = msgspec.json.Decoder()
 
@@ -109,12 +111,16 @@ def compare_views(
     if check_answer is not None:
         report.checked.append("signed answers")
     conn = store.session
-    digests = queries.run_digests(conn, size)
-    if sample is not None and sample < len(digests):
+    total = queries.count_runs(conn, size)
+    digests: Iterable[str] = queries.iter_run_digests(conn, size)
+    if sample is not None and sample < total:
         # Unpredictable unless the auditor names a seed (to repeat a sample): a server that
-        # knew the sample could lie about the other runs.
+        # knew the sample could lie about the other runs. The sample is drawn by position in
+        # digest order, so a seed picks the same runs as drawing from the list would.
         chooser = random.SystemRandom() if seed is None else random.Random(seed)  # noqa: S311
-        digests = sorted(chooser.sample(digests, sample))
+        chosen = set(chooser.sample(range(total), sample))
+        digests = sorted(d for i, d in enumerate(digests) if i in chosen)
+        total = sample
     http = HttpSource(server, connections=8)
 
     def fetch(digest: str) -> tuple[str, int, Any, bytes]:
@@ -125,12 +131,10 @@ def compare_views(
     compared = 0
     try:
         with ThreadPoolExecutor(8, thread_name_prefix="views") as pool:
-            for digest, (target, status, headers, body) in zip(
-                digests, pool.map(fetch, digests), strict=True
-            ):
+            for digest, (target, status, headers, body) in _ahead(pool, fetch, digests):
                 compared += 1
                 if progress is not None:
-                    progress("compare views", compared, len(digests))
+                    progress("compare views", compared, total)
                 if status != 200:
                     report.failures.append(
                         Failure("views", f"{target} answered {status}", run=digest)
@@ -168,6 +172,25 @@ def compare_views(
         http.close()
     report.runsCompared = compared
     report.phases.append(Phase("compare views", compared, time.perf_counter() - started))
+
+
+def _ahead(
+    pool: ThreadPoolExecutor,
+    fetch: Callable[[str], tuple[str, int, Any, bytes]],
+    digests: Iterable[str],
+    window: int = AHEAD,
+) -> Iterator[tuple[str, tuple[str, int, Any, bytes]]]:
+    """Each digest with its fetched answer, in order, at most ``window`` fetches ahead of the
+    caller (``pool.map`` would fetch every run at once and hold every answer)."""
+    pending: deque[tuple[str, Future[tuple[str, int, Any, bytes]]]] = deque()
+    for digest in digests:
+        pending.append((digest, pool.submit(fetch, digest)))
+        if len(pending) >= window:
+            first, future = pending.popleft()
+            yield first, future.result()
+    while pending:
+        first, future = pending.popleft()
+        yield first, future.result()
 
 
 def _short(value: Any) -> str:

@@ -99,11 +99,9 @@ class Reader:
 
     def cached(self, key: tuple[object, ...], make: Callable[[], bytes]) -> tuple[bytes, str]:
         """The encoded body (and its ETag) for ``key``, made once per key."""
-        with self._lock:
-            hit = self._cache.get(key)
-            if hit is not None:
-                self._cache.move_to_end(key)
-                return hit
+        hit = self.peek(key)
+        if hit is not None:
+            return hit
         body = make()
         entry = (body, etag_of(body))
         with self._lock:

@@ -5,7 +5,7 @@ One log grows through the sizes: the corpus is written once at the largest size 
 10,000 runs, by a process of its own, and ingested export after export as each is complete
 (``benchproof ingest``, one process each, while the generator writes the next: the two share
 the cores, so the ingest figures here are lower than the ingest section's); at each size the
-log stops growing and is measured:
+log stops growing and is measured, the generator stopped (SIGSTOP) while it is:
 
 - ``search_p99_ms_<size>``: the search, ``GET /v1/runs?q=TERM`` in the default order and the home
   page ``/?q=TERM``, one request at a time against ``serve --workers 1``, each term asked once
@@ -24,13 +24,16 @@ log stops growing and is measured:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -152,6 +155,19 @@ def _export(path: Path, writer: multiprocessing.process.BaseProcess) -> Path:
     return path
 
 
+@contextlib.contextmanager
+def _paused(writer: multiprocessing.process.BaseProcess) -> Iterator[None]:
+    """The corpus generator stopped for the block (a measurement has the cores to itself)."""
+    running = writer.is_alive() and writer.pid is not None
+    if running:
+        os.kill(writer.pid, signal.SIGSTOP)  # type: ignore[arg-type]
+    try:
+        yield
+    finally:
+        if running:
+            os.kill(writer.pid, signal.SIGCONT)  # type: ignore[arg-type]
+
+
 def main() -> None:
     largest = max(SIZES)
     print(f"scale (issue 28): catalog-shaped logs of {', '.join(f'{s:,}' for s in SIZES)} runs")
@@ -177,10 +193,16 @@ def main() -> None:
                     runs += SHARD_RUNS
                 if runs // SHARD_RUNS == shards_of(largest):
                     writer.join()
-                    line(f"corpus of {largest:,} runs written", time.perf_counter() - t0, "s")
-                _measure(
-                    size, data, terms, ingest_seconds, ingest_rss, verify_rate, size == largest
-                )
+                    line(
+                        f"corpus of {largest:,} runs written and ingested",
+                        time.perf_counter() - t0,
+                        "s",
+                        "measurements at smaller sizes included",
+                    )
+                with _paused(writer):
+                    _measure(
+                        size, data, terms, ingest_seconds, ingest_rss, verify_rate, size == largest
+                    )
         finally:
             if writer.is_alive():
                 writer.terminate()

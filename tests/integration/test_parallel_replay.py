@@ -280,3 +280,30 @@ def test_a_difference_is_repaired_from_the_rebuild_and_what_was_appended_meanwhi
     assert after.ok, after.differences
     assert after.entries == report.entries + 1
     assert run_view(conn, late["run"].digest) is not None
+
+
+def test_a_worker_ahead_of_its_reader_waits_and_stops_when_told(tmp_path: Path) -> None:
+    import sys
+    import tempfile
+    import time
+
+    from projections.shardpipe import AHEAD, Worker
+
+    # A worker that writes far more frames than its reader takes: the reader's thread holds
+    # AHEAD of them (the worker then blocks on its pipe), and stop() ends it all the same.
+    script = (
+        "import pickle, sys\n"
+        "from projections.shardpipe import HEADER\n"
+        "body = pickle.dumps([0] * 1000)\n"
+        "for _ in range(100000):\n"
+        "    sys.stdout.buffer.write(HEADER.pack(b'C', len(body)) + body)\n"
+    )
+    with tempfile.TemporaryFile() as errors:
+        worker = Worker([sys.executable, "-c", script], errors)
+        time.sleep(1.0)
+        assert worker.frames.qsize() == AHEAD
+        assert worker.proc.poll() is None  # blocked, not done: nobody read its frames
+        changes = worker.changes()
+        assert [next(changes) for _ in range(3)] == [0, 0, 0]
+        worker.stop()
+        assert not worker.thread.is_alive()

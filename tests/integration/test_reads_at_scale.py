@@ -216,3 +216,70 @@ def test_a_rank_now_reads_its_group_from_the_index_alone(tmp_path: Path) -> None
         then = [groups.rank_of(conn, view, size) for view in views if view is not None]
         assert now == then
         assert sorted(r.rank for r in now if r is not None) == [1, 2, 3, 4, 5, 6]
+
+
+def test_a_rank_read_as_the_log_grows_is_the_rank_at_the_size_it_read(tmp_path: Path) -> None:
+    """A reader reads the size, then the current rows; a writer that commits between them would
+    make the rows a later size's. Standings asked "now" at a size that is no longer the current
+    one are those as of that size (and kept so), not the current rows."""
+    from projections.queries import groups, run_view
+
+    ledger, _ = init_data_dir(tmp_path / "d")
+    with ledger:
+        first = [bundle(group=1, author=a, value=100 + a) for a in range(3)]
+        ledger.append([(ingest_event(p), p["run"].digest) for p in first])
+        conn = ledger.store.session
+        before = ledger.store.size
+        later = [bundle(group=1, author=a, value=50 + a) for a in range(3, 6)]
+        ledger.append([(ingest_event(p), p["run"].digest) for p in later])
+        view = run_view(conn, first[0]["run"].digest)
+        assert view is not None and view.group_key is not None
+        cache: groups.StandingsCache = {}
+        raced = groups._standings(conn, view.group_key, before, 1.0, cache, now=True)
+        then = groups._standings(conn, view.group_key, before, 1.0, None, now=False)
+        now = groups._standings(conn, view.group_key, ledger.store.size, 1.0, None, now=True)
+        assert raced == then == cache[(view.group_key, before)]
+        assert (raced.members, now.members) == (3, 6)
+
+
+def test_better_elsewhere_as_of_a_size_reads_one_workload_on_one_hardware(
+    tmp_path: Path,
+) -> None:
+    # As of a size (an audit compares every dossier as of its checkpoint) the query reads the
+    # versions of one workload on one hardware, not every version in the index (256 ms a run
+    # at 100k runs before p_runs_workload).
+    ledger, _ = init_data_dir(tmp_path / "d")
+    with ledger:
+        events = []
+        for group in range(40):
+            parts = bundle(group=group, author=0, value=100)
+            events.append((ingest_event(parts), parts["run"].digest))
+        ledger.append(events)
+        conn = ledger.store.session
+        conn.execute("ANALYZE")
+        for direction in ("lower", "higher"):
+            text = neighbours._BETTER_THEN[direction].sqlite
+            assert text is not None
+            plan = _plan(conn, text, ("w", "NVIDIA B200", 5, 5, "g", 1.0))
+            assert "p_runs_workload" in plan, plan
+            assert "SCAN p_runs" not in plan.replace("SCAN p_runs USING", ""), plan
+
+
+def test_run_digests_read_a_page_at_a_time_are_every_run_in_order(tmp_path: Path) -> None:
+    from projections.queries import count_runs, iter_run_digests, run_digests
+
+    ledger, _ = init_data_dir(tmp_path / "d")
+    with ledger:
+        events = []
+        for group in range(23):
+            parts = bundle(group=group, author=0, value=100)
+            events.append((ingest_event(parts), parts["run"].digest))
+        ledger.append(events)
+        conn = ledger.store.session
+        size = ledger.store.size
+        for as_of in (None, size, size - 10):
+            whole = run_digests(conn, as_of)
+            assert list(iter_run_digests(conn, as_of, page=5)) == whole
+            assert list(iter_run_digests(conn, as_of, page=len(whole))) == whole
+            assert count_runs(conn, as_of) == len(whole)
+        assert len(run_digests(conn)) == 23

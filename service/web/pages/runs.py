@@ -56,18 +56,22 @@ async def run_page(
         keys = pages.attesters(log.session, log, (a.attester for a in sheet.dossier.attestations))
         return render(request, "run.html", _context(sheet, keys, at, urls, base, accessed))
 
+    # A page is a function of the reference as of a size, the host it is served for and the day
+    # (its citation's access date): rendered once per such key.
+    key = ("page", text, at, size, base, accessed)
+
     def miss() -> tuple[bytes, str] | Template:
         try:
             return reader.cached(key, make)
         except AmbiguousRun as exc:
             return _candidates_page(runs.candidate_runs(reader.conn, exc, at), exc, urls, at)
 
-    # A page is a function of the reference as of a size, the host it is served for and the day
-    # (its citation's access date): rendered once per such key.
-    key = ("page", text, at, size, base, accessed)
-    hit = reader.peek(key) or await sync_to_thread(miss)
-    if isinstance(hit, Template):
-        return hit
+    hit = reader.peek(key)
+    if hit is None:
+        made = await sync_to_thread(miss)
+        if isinstance(made, Template):
+            return made
+        hit = made
     body, etag = hit
     return page(body, etag, pinned=asked_for.pinned)
 
