@@ -36,6 +36,7 @@ __all__ = [
     "note_parts",
     "parse_witness_skey",
     "parse_witness_vkey",
+    "signature_line_key",
     "witness_vkey",
 ]
 
@@ -274,6 +275,17 @@ def _split_line(line: str) -> tuple[str, bytes, bytes]:
     if len(raw) < 5:
         raise MalformedNote(f"signature by {name} is shorter than a key ID and one byte", name=name)
     return name, raw[:4], raw[4:]
+
+
+def signature_line_key(line: str) -> tuple[str, bytes]:
+    """The key name and 4-byte key hash (or ID) a note signature line names.
+
+    Raises:
+        MalformedNote: it is not a note signature line (an em dash, a space, a key name, a
+            space and base64 of a key hash and at least one byte).
+    """
+    name, key_hash, _ = _split_line(line)
+    return name, key_hash
 
 
 def note_parts(note: bytes) -> tuple[bytes, list[str]]:

@@ -186,7 +186,10 @@ class SavedAnswer(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ``body`` is the answer's exact text (the signature covers its bytes, so it is kept as a
     string, never re-encoded); ``bodySha256`` is the hex SHA-256 of its UTF-8 bytes; ``target``
     the request target in normal form; ``signature`` the ``Benchproof-Signature`` header as
-    received; ``server`` the base URL it was asked at (not signed: where to ask again)."""
+    received; ``server`` the base URL it was asked at (not signed: where to ask again);
+    ``checkpoint`` the server's signed checkpoint note read just after (of ``treeSize`` entries
+    or more), with the cosignatures of witnesses it held, which ``verify-answer --witness-key``
+    counts (absent in answers saved before witnesses)."""
 
     format: str
     server: str
@@ -196,6 +199,7 @@ class SavedAnswer(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     bodySha256: str
     signature: str
     body: str
+    checkpoint: str | None = None
 
 
 _SAVED = msgspec.json.Decoder(SavedAnswer)

@@ -13,7 +13,9 @@ A receipt is UTF-8 text, lines ending in ``\\n``, in this order and nothing else
 5. ``signature <base64>``: the log key's Ed25519 signature over ``SIGNING_CONTEXT`` followed by
    the statement's bytes (no checkpoint note body can start that way: a note's first line is
    the log's origin, which holds no space);
-6. ``checkpoint <base64>``: the log's signed checkpoint note of ``treeSize`` entries;
+6. ``checkpoint <base64>``: the log's signed checkpoint note of ``treeSize`` entries: the log's
+   signature line, then any cosignatures of witnesses (C2SP ``cosignature/v1``) the log held
+   when the receipt was made;
 7. ``entry <base64>``: the exact leaf bytes of the run's ``run.ingested`` entry;
 8. ``proof <base64>``: each hash of the entry's RFC 9162 inclusion proof in that tree, in order
    (none for a tree of one entry).
@@ -22,7 +24,8 @@ Every base64 field is standard base64 with padding and must be canonical (re-enc
 decodes gives the same text). A verifier reads the file line by line, requires each base64 field canonical and
 the header to be exactly what the statement gives, and checks the rest: every character is
 signed, hashed or regenerated, so none can change unnoticed (the file is exactly ``render`` of
-its parts).
+its parts), but for the cosignatures of witnesses the verifier is not given: they are counted as
+seen, and a reader who trusts a witness names its key (``--witness-key``, ``--quorum``).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from collections.abc import Sequence
 from urllib.parse import urlsplit
 
 import msgspec
@@ -40,9 +44,12 @@ from events.entries import INSTANT as _INSTANT
 from events.errors import EventError, LogError, ProofError
 from events.merkle import leaf_hash, verify_inclusion
 from keys import KeyringError, SigningKey, VerificationError
+from keys.cosignatures import WitnessVerifier
+from keys.errors import MalformedNote
 from keys.notekeys import NoteVerifier
 from keys.notes import open_note
 from verifier.errors import VerifierError
+from verifier.witnessing import QuorumNotMet, Witnessed, count_witnesses
 
 __all__ = [
     "HEADER",
@@ -253,16 +260,18 @@ class Verified(msgspec.Struct, frozen=True):
 
     statement: Statement
     recordedAt: str
+    witnessed: Witnessed | None = None
 
     def summary(self) -> str:
         """One paragraph for a person."""
         s = self.statement
+        witnesses = "" if self.witnessed is None else " " + self.witnessed.summary()
         return (
             f"The run {s.runDigest} ({s.permalink}) was entry {s.entryIndex} of the log "
             f"{s.origin}, recorded {self.recordedAt}, included in its signed checkpoint of "
             f"{s.treeSize} entries; the log's key certified that on {s.accessed} the record "
             f"was cited at evidence level {s.evidenceLevel}. The run's manifest hashes to the "
-            "cited digest. Checked offline, with the log's public key only."
+            "cited digest. Checked offline, with the log's public key only." + witnesses
         )
 
 
@@ -275,13 +284,19 @@ _RUN_INGESTED = msgspec.json.Decoder(_Wire)
 _IDENTITY = ("apiVersion", "kind", "spec")
 
 
-def verify_receipt(data: bytes, log_key: NoteVerifier) -> Verified:
-    """Check a receipt against the log's verifier key, offline.
+def verify_receipt(
+    data: bytes,
+    log_key: NoteVerifier,
+    witnesses: Sequence[WitnessVerifier] = (),
+    quorum: int | None = None,
+) -> Verified:
+    """Check a receipt against the log's verifier key, offline; with ``witnesses``, also that at
+    least ``quorum`` of them (default: all) cosigned its checkpoint.
 
     Raises:
         ReceiptInvalid: ``check`` names the first check that failed: format, statement,
-            signature, checkpoint, origin, inclusion, entry, digest, accessed, permalink or
-            bytes (the file is not exactly what its parts render).
+            signature, checkpoint, witnesses, origin, inclusion, entry, digest, accessed,
+            permalink or bytes (the file is not exactly what its parts render).
     """
     header, receipt = parse(data)
     statement = _decode_statement(receipt.statement)
@@ -294,11 +309,14 @@ def verify_receipt(data: bytes, log_key: NoteVerifier) -> Verified:
         checkpoint = parse_checkpoint_body(note.text)
     except (KeyringError, VerificationError, LogError) as exc:
         raise ReceiptInvalid("checkpoint", f"the checkpoint does not verify: {exc}") from None
-    # Exactly one signature line, the log key's: a line by any other key would be unsigned
-    # bytes in the file.
-    block = receipt.checkpoint[len(note.text.encode()) + 1 :]
-    if block.count(b"\n") != 1 or not block.startswith(f"\u2014 {log_key.name} ".encode()):
-        raise ReceiptInvalid("checkpoint", "the note must carry exactly one signature, the log's")
+    # The log's signature line, exactly once, and any witnesses' cosignatures (each line well
+    # formed; those of the witnesses given must verify, and count).
+    try:
+        witnessed = count_witnesses(receipt.checkpoint, log_key, witnesses, quorum)
+    except MalformedNote as exc:
+        raise ReceiptInvalid("checkpoint", f"the checkpoint's signatures: {exc}") from None
+    except QuorumNotMet as exc:
+        raise ReceiptInvalid("witnesses", exc.detail) from None
     if (checkpoint.origin, statement.origin) != (log_key.name, log_key.name):
         raise ReceiptInvalid("origin", "the statement, checkpoint and key name other logs")
     if (checkpoint.size, _b64(checkpoint.root)) != (statement.treeSize, statement.root):
@@ -325,7 +343,7 @@ def verify_receipt(data: bytes, log_key: NoteVerifier) -> Verified:
     # once its header is the one the statement gives.
     if header != _header(statement):
         raise ReceiptInvalid("bytes", "the header is not the one the signed statement gives")
-    return Verified(statement, entry.recordedAt)
+    return Verified(statement, entry.recordedAt, witnessed)
 
 
 class _Entry(msgspec.Struct):

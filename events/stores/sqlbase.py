@@ -10,7 +10,6 @@ begins, commits and names its storage faults.
 from __future__ import annotations
 
 import base64
-
 import contextlib
 import gc
 from collections.abc import Callable, Iterable, Iterator, Sequence

@@ -13,17 +13,21 @@ checked only against a log of exactly the saved size (the local answer's own
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, urlencode
 
 import msgspec
 
-from keys import NoteVerifier
+from events.checkpoints import parse_checkpoint_body
+from events.errors import LogError
+from keys import KeyringError, MalformedNote, NoteVerifier, VerificationError
+from keys.cosignatures import WitnessVerifier
+from keys.notes import open_note
 from service.console.client import Client, Fetched
 from service.core.config import DataDir
-from service.errors import UsageError
+from service.errors import NotFound, UsageError
 from verifier.answers import (
     ABSENT,
     SIGNATURE_HEADER,
@@ -34,6 +38,7 @@ from verifier.answers import (
     first_difference,
     saved,
 )
+from verifier.witnessing import QuorumNotMet, Witnessed, count_witnesses
 
 __all__ = [
     "Checked",
@@ -87,7 +92,8 @@ def fetch_signed(server: str, path: str, *, attempts: int = _ATTEMPTS) -> SavedA
             got = client.fetch(path)
             signature = got.headers.get(SIGNATURE_HEADER.lower())
             if signature:
-                return _saved(client.base_url, got, signature)
+                answer = _saved(client.base_url, got, signature)
+                return _with_checkpoint(client, answer)
     raise UsageError(
         f"{server} answered GET {path} without a {SIGNATURE_HEADER} header: it holds no log key, "
         "or its log grew while it answered (ask with --as-of)"
@@ -105,12 +111,65 @@ def _saved(server: str, got: Fetched, signature: str) -> SavedAnswer:
         raise UsageError(f"{server} answered something that cannot be kept: {exc}") from None
 
 
+def _with_checkpoint(client: Client, answer: SavedAnswer) -> SavedAnswer:
+    """``answer`` with the server's latest checkpoint note (and the witnesses' cosignatures
+    on it), read after the answer, so of its tree size or more; as it was if the server serves
+    none."""
+    try:
+        got = client.fetch("/checkpoint")
+        note = got.content.decode()
+    except (UsageError, NotFound, UnicodeDecodeError):
+        return answer
+    return msgspec.structs.replace(answer, checkpoint=note)
+
+
+def check_witnesses(
+    answer: SavedAnswer,
+    key: NoteVerifier,
+    witnesses: Sequence[WitnessVerifier] = (),
+    quorum: int | None = None,
+) -> Witnessed | None:
+    """Whether at least ``quorum`` of ``witnesses`` (default: all) cosigned the checkpoint the
+    answer was saved with, a checkpoint of the log ``key`` signed covering the answer's tree
+    size. None when the answer carries no checkpoint and no witness is asked for.
+
+    Raises:
+        AnswerInvalid: (``witnesses``) no checkpoint, one that does not verify or does not
+            cover the answer's size, or too few of the witnesses cosigned it.
+    """
+    if answer.checkpoint is None:
+        if witnesses:
+            raise AnswerInvalid(
+                "witnesses",
+                "the answer was saved without a checkpoint: no witness can have cosigned it",
+            )
+        return None
+    note = answer.checkpoint.encode()
+    try:
+        body = parse_checkpoint_body(open_note(note, [key]).text)
+    except (KeyringError, VerificationError, LogError) as exc:
+        raise AnswerInvalid("witnesses", f"the saved checkpoint does not verify: {exc}") from None
+    if body.origin != answer.origin or body.size < answer.treeSize:
+        raise AnswerInvalid(
+            "witnesses",
+            f"the saved checkpoint ({body.origin}, {body.size} entries) does not cover the"
+            f" answer's tree size {answer.treeSize}",
+        )
+    try:
+        return count_witnesses(note, key, witnesses, quorum)
+    except MalformedNote as exc:
+        raise AnswerInvalid("witnesses", f"the saved checkpoint's signatures: {exc}") from None
+    except QuorumNotMet as exc:
+        raise AnswerInvalid("witnesses", exc.detail) from None
+
+
 class Checked(NamedTuple):
     """A saved answer that checked out; ``replayed``: whether it was also recomputed from a
     local log and found equal."""
 
     answer: SavedAnswer
     replayed: bool
+    witnessed: Witnessed | None = None
 
     def summary(self) -> str:
         a = self.answer
@@ -119,10 +178,18 @@ class Checked(NamedTuple):
         )
         if self.replayed:
             said += "; the local log gives the same answer at that size"
+        if self.witnessed is not None:
+            said += ". " + self.witnessed.summary()
         return said
 
 
-def verify_saved(answer: SavedAnswer, key: NoteVerifier, replay: Replay | None = None) -> Checked:
+def verify_saved(
+    answer: SavedAnswer,
+    key: NoteVerifier,
+    replay: Replay | None = None,
+    witnesses: Sequence[WitnessVerifier] = (),
+    quorum: int | None = None,
+) -> Checked:
     """Check ``answer``: its body digest and the log key's signature; with ``replay`` (a data
     directory holding the log at least up to the answer's tree size, and how to recompute an
     answer there), also that the answer recomputed there at that size is the same JSON value. A body that fails its signature is
@@ -150,12 +217,13 @@ def verify_saved(answer: SavedAnswer, key: NoteVerifier, replay: Replay | None =
         if differs is None:
             raise
         raise AnswerInvalid(exc.check, f"{_reason(exc)}; {differs}") from None
+    witnessed = check_witnesses(answer, key, witnesses, quorum)
     if replay is None:
-        return Checked(answer, replayed=False)
+        return Checked(answer, replayed=False, witnessed=witnessed)
     differs = _difference(answer, replay)
     if differs is not None:
         raise AnswerInvalid("difference", differs)
-    return Checked(answer, replayed=True)
+    return Checked(answer, replayed=True, witnessed=witnessed)
 
 
 def _reason(exc: AnswerInvalid) -> str:

@@ -23,12 +23,14 @@ import contextlib
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from events.port import SignedCheckpoint
 from keys import NoteVerifier
+from keys.cosignatures import WitnessVerifier
+from keys.errors import MalformedNote
 from service.app.auditlog import FetchedLog
 from service.app.auditreplay import compare_views, replay_leaves
 from service.app.auditreport import AuditReport, Failure, Phase, Remembered, load_state, save_state
@@ -44,6 +46,7 @@ from verifier.tiles import (
     fetch_upper_tiles,
     open_checkpoint,
 )
+from verifier.witnessing import QuorumNotMet, count_witnesses
 
 __all__ = ["AuditReport", "Failure", "audit"]
 
@@ -59,9 +62,13 @@ def audit(
     source: TileSource | None = None,
     check_answer: Callable[[str, Any, bytes], str | None] | None = None,
     replay: bool = True,
+    witnesses: Sequence[WitnessVerifier] = (),
+    quorum: int | None = None,
 ) -> AuditReport:
     """Audit the log served at ``server`` (see the module's text). ``replay=False``: the fast
     path, steps 1 to 3 only (the checkpoint, consistency, the log: tiles, tree, signatures).
+    ``witnesses``: the audit fails (``witnesses``) unless at least ``quorum`` of them (default:
+    all) cosigned the checkpoint it audits.
 
     ``progress(phase, done, total)`` is told how far each phase is. ``check_answer(target,
     headers, body)`` checks a view answer's signature (returns a failure's text, or None).
@@ -89,6 +96,7 @@ def audit(
         report.checked.append("checkpoint")
         size = fetched.body.size
         report.treeSize, report.root = size, fetched.body.root.hex()
+        _count_witnesses(report, fetched, log_key, witnesses, quorum)
         if remembered is not None:
             report.checked.append("consistency")
             if not _previous_ok(report, remembered, fetched, log_key):
@@ -106,6 +114,28 @@ def audit(
         stack.callback(store.close)
         compare_views(report, server, store, size, sample, seed, progress, check_answer)
     return report
+
+
+def _count_witnesses(
+    report: AuditReport,
+    fetched: FetchedCheckpoint,
+    log_key: NoteVerifier,
+    witnesses: Sequence[WitnessVerifier],
+    quorum: int | None,
+) -> None:
+    """The cosignatures on the audited checkpoint: how many lines besides the log's, and which
+    of ``witnesses`` cosigned it (too few is the failure ``witnesses``; the audit goes on)."""
+    note = fetched.checkpoint.note
+    if witnesses:
+        report.checked.append("witnesses")
+    try:
+        witnessed = count_witnesses(note, log_key, (), None)
+        report.cosignaturesSeen = witnessed.seen
+        witnessed = count_witnesses(note, log_key, witnesses, quorum)
+    except (QuorumNotMet, MalformedNote) as exc:
+        report.failures.append(Failure("witnesses", str(exc)))
+        return
+    report.witnessesCosigned = list(witnessed.cosigned)
 
 
 def _previous_ok(

@@ -54,6 +54,8 @@ class AuditReport(msgspec.Struct):
     fetched: int = 0
     runsCompared: int = 0
     answersSigned: int = 0
+    cosignaturesSeen: int = 0  # signature lines on the checkpoint besides the log's
+    witnessesCosigned: list[str] = []  # the witnesses given (--witness-key) whose verified
     phases: list[Phase] = []
     checked: list[str] = []  # the checks that ran (a failed one is also in ``failures``)
     failures: list[Failure] = []

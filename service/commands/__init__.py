@@ -15,6 +15,7 @@ from service.commands import (
     mirror,
     reruns,
     serve,
+    verifierpage,
     views,
     witness,
 )
@@ -36,6 +37,7 @@ def register_all(sub: Sub, common: argparse.ArgumentParser) -> None:
         audit,
         mirror,
         witness,
+        verifierpage,
     )
     for module in modules:
         module.register(sub, common)

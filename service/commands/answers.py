@@ -9,7 +9,15 @@ import argparse
 import sys
 
 from service.app.answers import verify_saved
-from service.commands.base import Sub, add_log_key, local_path, read_file, read_log_key
+from service.commands.base import (
+    Sub,
+    add_log_key,
+    add_witness_options,
+    local_path,
+    read_file,
+    read_log_key,
+    read_witnesses,
+)
 from service.errors import UsageError
 from verifier.answers import AnswerInvalid, decode_saved
 
@@ -34,12 +42,14 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
         help="also recompute the answer from the log in DIR (a mirror, an audit's replay) at "
         "the answer's tree size and compare",
     )
+    add_witness_options(v)
     v.set_defaults(handler=_verify)
 
 
 def _verify(args: argparse.Namespace) -> int:
     data = read_file(args.file)
     log_key = read_log_key(args.log_key)
+    witnesses, quorum = read_witnesses(args)
     try:
         answer = decode_saved(data)
     except AnswerInvalid as exc:
@@ -51,7 +61,7 @@ def _verify(args: argparse.Namespace) -> int:
 
         replay = replay_from(args.replay)
     try:
-        checked = verify_saved(answer, log_key, replay)
+        checked = verify_saved(answer, log_key, replay, witnesses, quorum)
     except AnswerInvalid as exc:
         sys.stderr.write(f"benchproof: answer does not verify: {' '.join(exc.detail.split())}\n")
         return 1

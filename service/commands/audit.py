@@ -13,7 +13,14 @@ import msgspec
 
 from keys.notekeys import NoteVerifier
 from service.app.audit import AuditReport, audit
-from service.commands.base import Sub, add_log_key, local_path, read_log_key
+from service.commands.base import (
+    Sub,
+    add_log_key,
+    add_witness_options,
+    local_path,
+    read_log_key,
+    read_witnesses,
+)
 from service.console.progress import Progress
 from verifier.answers import check_headers
 
@@ -28,6 +35,7 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--server", required=True, metavar="URL", help="the log's server")
     add_log_key(p)
+    add_witness_options(p)
     p.add_argument(
         "--state",
         type=local_path,
@@ -84,6 +92,7 @@ class _Bars:
 
 def _audit(args: argparse.Namespace) -> int:
     key = read_log_key(args.log_key)
+    witnesses, quorum = read_witnesses(args)
     bars = _Bars()
     check = _answer_checker(key)
     try:
@@ -96,6 +105,8 @@ def _audit(args: argparse.Namespace) -> int:
             progress=bars,
             check_answer=check,
             replay=not args.no_replay,
+            witnesses=witnesses,
+            quorum=quorum,
         )
     finally:
         bars.close()
@@ -137,11 +148,25 @@ def summary(report: AuditReport) -> str:
         )
     lines.append(f"  entries         {report.entries:,} verified ({report.fetched:,} fetched)")
     lines.append(f"  views compared  {report.runsCompared:,} runs, {report.answersSigned:,} signed")
+    cosigned = ", ".join(report.witnessesCosigned) or "none of those given"
+    lines.append(
+        f"  cosignatures    {report.cosignaturesSeen} on the checkpoint"
+        + (f"; verified: {cosigned}" if "witnesses" in report.checked else " (not checked)")
+    )
     for phase in report.phases:
         lines.append(
             f"  {phase.name:<15} {phase.seconds:8.2f} s  {phase.rate:12,.0f} /s ({phase.items:,})"
         )
-    checks = ("checkpoint", "consistency", "tiles", "tree", "signatures", "log", "replay")
+    checks = (
+        "checkpoint",
+        "witnesses",
+        "consistency",
+        "tiles",
+        "tree",
+        "signatures",
+        "log",
+        "replay",
+    )
     failed = {f.check for f in report.failures}
     for name in (*checks, "views", "signed answers"):
         status = "FAILED" if name in failed else "ok" if name in report.checked else "not run"

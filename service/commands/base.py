@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from keys import KeyringError
+from keys.cosignatures import WitnessVerifier, parse_witness_vkey
 from keys.notekeys import NoteVerifier, parse_vkey
 from service.errors import UsageError
 
@@ -25,6 +26,52 @@ def add_log_key(parser: argparse.ArgumentParser, help: str | None = None) -> Non
         metavar="VKEY",
         help=help or "a file holding the log's vkey (as `benchproof log key` prints it)",
     )
+
+
+def add_witness_options(parser: argparse.ArgumentParser) -> None:
+    """``--witness-key VKEYFILE`` (repeatable) and ``--quorum K``: the witnesses a reader trusts
+    and how many of them must have cosigned (``verifier.witnessing``)."""
+    parser.add_argument(
+        "--witness-key",
+        action="append",
+        default=[],
+        type=local_path,
+        metavar="VKEYFILE",
+        help="a witness's vkey file (repeatable): its cosignature must be on the checkpoint",
+    )
+    parser.add_argument(
+        "--quorum",
+        type=int,
+        metavar="K",
+        help="how many of the --witness-key witnesses must have cosigned (default: all)",
+    )
+
+
+def read_witnesses(args: argparse.Namespace) -> tuple[list[WitnessVerifier], int | None]:
+    """The witness keys and quorum ``add_witness_options`` read.
+
+    Raises:
+        UsageError: a file cannot be read or holds no witness vkey, a witness is named twice,
+            or the quorum is below 1 or above the witnesses given (or given without any).
+    """
+    witnesses: list[WitnessVerifier] = []
+    for path in args.witness_key:
+        try:
+            witness = parse_witness_vkey(path.read_text(encoding="utf-8").strip())
+        except OSError as exc:
+            raise UsageError(f"cannot read --witness-key {path}: {exc.strerror}") from None
+        except (KeyringError, UnicodeDecodeError) as exc:
+            raise UsageError(f"--witness-key {path}: not a witness vkey: {exc}") from None
+        if any(w.name == witness.name for w in witnesses):
+            raise UsageError(f"--witness-key {path}: the witness {witness.name} is given twice")
+        witnesses.append(witness)
+    quorum = args.quorum
+    if quorum is not None and not 1 <= quorum <= len(witnesses):
+        raise UsageError(
+            f"--quorum {quorum}: it must be between 1 and the number of --witness-key given"
+            f" ({len(witnesses)})"
+        )
+    return witnesses, quorum
 
 
 def read_log_key(path: Path) -> NoteVerifier:

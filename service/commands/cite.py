@@ -19,7 +19,15 @@ from keys import KeyringError, VerificationError
 from keys.notekeys import NoteVerifier
 from keys.notes import open_note
 from service.app.cite import FORMATS, OnlineCheck, check_citation, citation
-from service.commands.base import Sub, add_log_key, local_path, read_file, read_log_key
+from service.commands.base import (
+    Sub,
+    add_log_key,
+    add_witness_options,
+    local_path,
+    read_file,
+    read_log_key,
+    read_witnesses,
+)
 from service.console.client import Client, run_path
 from service.errors import NotFound, UsageError
 from verifier.receipts import ReceiptInvalid, Statement, verify_receipt
@@ -61,6 +69,7 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
         help="also ask the log (online): consistency since, and what changed",
     )
     add_log_key(v)
+    add_witness_options(v)
     v.set_defaults(handler=_verify)
 
 
@@ -109,8 +118,9 @@ def _check(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace) -> int:
     data = read_file(args.file)
     log_key = read_log_key(args.log_key)
+    witnesses, quorum = read_witnesses(args)
     try:
-        verified = verify_receipt(data, log_key)
+        verified = verify_receipt(data, log_key, witnesses, quorum)
         online = _online(args.server, data, verified.statement, log_key) if args.server else ""
     except ReceiptInvalid as exc:
         sys.stderr.write(f"benchproof: citation does not verify: {exc}\n")

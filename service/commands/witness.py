@@ -1,5 +1,8 @@
 """``benchproof witness init|add-log|serve``: a C2SP tlog-witness of someone's log, in a folder
-of its own (``--data WDIR``: its key, its vkey and its SQLite file; nothing of any log's)."""
+of its own (``--data WDIR``: its key, its vkey and its SQLite file; nothing of any log's).
+
+``benchproof witnesses add|list|remove``: the witnesses a log asks (``--data DIR``, the log's
+data directory; configuration, ``service.core.witnesses``)."""
 
 from __future__ import annotations
 
@@ -37,6 +40,31 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8470)
     serve.set_defaults(handler=_serve)
+
+    w = sub.add_parser(
+        "witnesses",
+        parents=[common],
+        help="the witnesses this log asks to cosign its checkpoints",
+        description=(
+            "Configuration of the log's data directory (DATA/witnesses.json), read again by"
+            " the running service every round: after each checkpoint it asks every witness"
+            " listed here to cosign it, in the background."
+        ),
+    )
+    wverbs = w.add_subparsers(dest="verb", metavar="VERB", parser_class=type(w))
+    wverbs.required = True
+    wadd = wverbs.add_parser("add", parents=[common], help="ask a witness (its URL and vkey)")
+    wadd.add_argument("url", metavar="URL", help="the witness's URL (it answers /add-checkpoint)")
+    wadd.add_argument(
+        "vkey", type=local_path, metavar="WITNESS_VKEYFILE", help="the witness's vkey file"
+    )
+    wadd.set_defaults(handler=_witnesses_add)
+    wlist = wverbs.add_parser("list", parents=[common], help="the witnesses asked, and their state")
+    wlist.add_argument("--json", action="store_true", help="machine-readable output")
+    wlist.set_defaults(handler=_witnesses_list)
+    wrm = wverbs.add_parser("remove", parents=[common], help="stop asking a witness")
+    wrm.add_argument("which", metavar="URL_OR_NAME", help="the witness's URL or key name")
+    wrm.set_defaults(handler=_witnesses_remove)
 
 
 def _folder(args: argparse.Namespace) -> Path:
@@ -107,4 +135,70 @@ def _serve(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         config = uvicorn.Config(witness_app(witness), log_level="warning", access_log=False)
         uvicorn.Server(config).run(sockets=[sock])
+    return 0
+
+
+def _log_dir(args: argparse.Namespace) -> Path:
+    folder: Path = args.data
+    if not (folder / "benchproof.db").exists() and not (folder / "keys").is_dir():
+        raise NotFound(f"{folder} is not a log's data directory (benchproof init makes one)")
+    return folder
+
+
+def _witnesses_add(args: argparse.Namespace) -> int:
+    from service.core.witnesses import add_witness
+
+    try:
+        text = Path(args.vkey).read_text()
+    except FileNotFoundError:
+        raise NotFound(f"{args.vkey}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{args.vkey}: {exc}") from None
+    added = add_witness(_log_dir(args), args.url, text.strip())
+    sys.stdout.write(f"asking {added.verifier.name} at {added.url}\n")
+    return 0
+
+
+def _witnesses_list(args: argparse.Namespace) -> int:
+    import json
+
+    from service.core.witnesses import configured, witness_status
+
+    data = _log_dir(args)
+    status = witness_status(data)
+    rows = []
+    for w in configured(data):
+        name = w.verifier.name
+        known = status.get(name, {})
+        rows.append(
+            {
+                "name": name,
+                "url": w.url,
+                "vkey": w.vkey,
+                "cosignedSize": known.get("cosignedSize"),
+                "refusal": known.get("refusal"),
+            }
+        )
+    if args.json:
+        sys.stdout.write(json.dumps({"witnesses": rows}, indent=2) + "\n")
+        return 0
+    if not rows:
+        sys.stdout.write("no witness is configured (benchproof witnesses add URL VKEYFILE)\n")
+    for r in rows:
+        state = (
+            f"REFUSED: {r['refusal']}"
+            if r["refusal"]
+            else f"cosigned size {r['cosignedSize']}"
+            if r["cosignedSize"] is not None
+            else "not asked yet"
+        )
+        sys.stdout.write(f"{r['name']}  {r['url']}  {state}\n")
+    return 0
+
+
+def _witnesses_remove(args: argparse.Namespace) -> int:
+    from service.core.witnesses import remove_witness
+
+    gone = remove_witness(_log_dir(args), args.which)
+    sys.stdout.write(f"no longer asking {gone.verifier.name} ({gone.url})\n")
     return 0

@@ -43,6 +43,7 @@ __all__ = [
     "remove_witness",
     "save_configured",
     "start_cosigner",
+    "witness_status",
 ]
 
 CONFIG, STATUS = "witnesses.json", "witness-status.json"
@@ -108,6 +109,16 @@ def add_witness(data: Path, url: str, vkey_text: str) -> WitnessConfig:
     added = WitnessConfig(url, verifier.vkey)
     save_configured(data, [*listed, added])
     return added
+
+
+def witness_status(data: Path) -> dict[str, dict[str, Any]]:
+    """What the cosigner last knew of each witness (by key name): ``cosignedSize`` and
+    ``refusal`` (None, or why it refused the log's latest checkpoint); empty before a round."""
+    try:
+        raw = json.loads((data / STATUS).read_text())
+    except (FileNotFoundError, ValueError):
+        return {}
+    return raw if isinstance(raw, dict) else {}
 
 
 def remove_witness(data: Path, which: str) -> WitnessConfig:
@@ -266,13 +277,11 @@ def _b64(h: bytes) -> bytes:
 def start_cosigner(store: Any, data: Path, store_url: str) -> Callable[[], None]:
     """Ask the witnesses ``data`` configures in the background, on a daemon thread with a read
     handle of its own on the store at ``store_url``, for as long as the process runs; returns
-    the function that stops it. Nothing is started when no witness is configured at the start
-    (``witnesses add`` says a restart is needed)."""
+    the function that stops it. The configuration is read again each round: a witness added
+    or removed while the service runs is asked, or no longer asked, from the next round."""
     from events.stores import open_reader
 
     stop = threading.Event()
-    if not configured(data):
-        return stop.set
 
     def work() -> None:
         reads = open_reader(store_url)

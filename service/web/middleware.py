@@ -4,6 +4,7 @@ answered as the ``GET`` would be without its body (RFC 9110 §9.3.2)."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import secrets
 import time
@@ -65,9 +66,21 @@ SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
 """Sent with every answer, beside ``Content-Security-Policy``."""
 
 
+@functools.cache
+def _verify_policy() -> bytes:
+    """The verifier page's (``/verify``): the site's policy, with the page's one inline script
+    and one inline style admitted by their hashes (still no other host, no 'unsafe-inline')."""
+    from service.verifierpage.page import page_hashes
+
+    script, style = page_hashes()
+    return _policy(script_src=f"'self' {script}", style_src=f"'self' {style}")
+
+
 def _csp_for(path: str) -> bytes:
     if path == "/schema" or path.startswith("/schema/"):
         return DOCS_CONTENT_SECURITY_POLICY
+    if path == "/verify":
+        return _verify_policy()
     return CONTENT_SECURITY_POLICY
 
 

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from events.checkpoints import Checkpoint, parse_checkpoint_body
-from events.errors import LogError
-from events.merkle import ProofError, verify_consistency
+from events.errors import LogError, ProofError
+from events.merkle import verify_consistency
 from keys import (
     KeyringError,
     MalformedNote,

@@ -158,9 +158,11 @@ def test_a_run_superseded_later_still_verifies(tmp_path: Path) -> None:
         assert later.statement.evidenceLevel == "superseded"
 
 
-def test_a_checkpoint_with_any_other_signature_line_is_refused(log: Ledger) -> None:
-    """The note must carry exactly one signature, the log's: another key's line, or a second
-    line by the log's name, would be bytes nobody signed."""
+def test_a_checkpoint_with_a_second_log_signature_or_a_malformed_line_is_refused(
+    log: Ledger,
+) -> None:
+    """The note carries exactly one signature by the log's key, and every other line is a well
+    formed signature line (a witness's cosignature, counted as seen unless its key is given)."""
     digest = next(iter(_one_run_per_source(log).values()))
     key = parse_vkey(log.signers.vkey)
     lines = _lines(_receipt(log, digest))
@@ -168,7 +170,11 @@ def test_a_checkpoint_with_any_other_signature_line_is_refused(log: Ledger) -> N
     note = base64.b64decode(lines[at].split(" ", 1)[1])
     extra = "\u2014 other.example/log " + base64.b64encode(b"\1\2\3\4" + b"\0" * 64).decode() + "\n"
     own_line = note[note.rfind("\n\u2014".encode()) + 1 :]  # the log's own signature again
-    for changed in (note + extra.encode(), note + own_line):
+    forged = [*lines]
+    forged[at] = "checkpoint " + base64.b64encode(note + extra.encode()).decode()
+    seen = verify_receipt("\n".join(forged).encode(), key)
+    assert seen.witnessed is not None and seen.witnessed.seen == 1
+    for changed in (note + own_line, note + "\u2014 not a line\n".encode()):
         forged = [*lines]
         forged[at] = "checkpoint " + base64.b64encode(changed).decode()
         with pytest.raises(ReceiptInvalid) as refused:

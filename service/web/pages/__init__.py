@@ -30,6 +30,7 @@ from service.web.pages.groups import group_page
 from service.web.pages.keys import key_page
 from service.web.pages.log import log_page
 from service.web.pages.runs import history_page, run_page
+from service.web.pages.verify import verify_page
 from service.web.problems import http_problem, to_problem
 
 __all__ = ["PAGE_HANDLERS", "error_page"]
@@ -88,6 +89,7 @@ PAGE_HANDLERS = [
             group_page,
             compare_page,
             log_page,
+            verify_page,
         ],
         exception_handlers=_ERRORS,
     )

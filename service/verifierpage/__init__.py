@@ -1,0 +1,1 @@
+"""The offline verifier page (``benchproof verifier``, ``GET /verify``): ``page``."""
