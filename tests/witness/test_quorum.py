@@ -96,9 +96,10 @@ def test_a_receipt_verifies_with_a_quorum_of_the_witnesses_that_cosigned_it(
             raw[-1] ^= 1
             line = "\u2014 witness.test/w1 " + base64.b64encode(bytes(raw)).decode()
         forged_sigs.append(line)
-    lines[at] = "checkpoint " + base64.b64encode(
-        (body + "\n\n" + "\n".join(forged_sigs) + "\n").encode()
-    ).decode()
+    lines[at] = (
+        "checkpoint "
+        + base64.b64encode((body + "\n\n" + "\n".join(forged_sigs) + "\n").encode()).decode()
+    )
     forged = tmp_path / "forged"
     forged.write_text("\n".join(lines))
     code, said = verify("--witness-key", keys[0], file=forged)
