@@ -47,7 +47,7 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
         help="the witnesses this log asks to cosign its checkpoints",
         description=(
             "Configuration of the log's data directory (DATA/witnesses.json), read again by"
-            " the running service every round: after each checkpoint it asks every witness"
+            " the running service every round (one started with none needs a restart): after each checkpoint it asks every witness"
             " listed here to cosign it, in the background."
         ),
     )

@@ -278,10 +278,14 @@ def start_cosigner(store: Any, data: Path, store_url: str) -> Callable[[], None]
     """Ask the witnesses ``data`` configures in the background, on a daemon thread with a read
     handle of its own on the store at ``store_url``, for as long as the process runs; returns
     the function that stops it. The configuration is read again each round: a witness added
-    or removed while the service runs is asked, or no longer asked, from the next round."""
+    or removed while the service runs is asked, or no longer asked, from the next round. A
+    service started with no witness configured starts nothing (no thread, no read handle):
+    adding the first one takes a restart."""
     from events.stores import open_reader
 
     stop = threading.Event()
+    if not configured(data):
+        return stop.set
 
     def work() -> None:
         reads = open_reader(store_url)
