@@ -255,7 +255,7 @@ def parse(data: bytes) -> tuple[list[str], Receipt]:
     )
 
 
-class Verified(msgspec.Struct, frozen=True):
+class Verified(msgspec.Struct, frozen=True, omit_defaults=True):
     """What a receipt proves."""
 
     statement: Statement
@@ -343,7 +343,10 @@ def verify_receipt(
     # once its header is the one the statement gives.
     if header != _header(statement):
         raise ReceiptInvalid("bytes", "the header is not the one the signed statement gives")
-    return Verified(statement, entry.recordedAt, witnessed)
+    # Said only where there is something to say: no witness asked and no cosignature seen
+    # leaves the answer as it was before witnesses.
+    said = witnessed if (witnesses or witnessed.seen) else None
+    return Verified(statement, entry.recordedAt, said)
 
 
 class _Entry(msgspec.Struct):

@@ -103,29 +103,5 @@ def log_page(
         "older_href": page_href(before - RECENT) if before - RECENT > 0 else None,
         "oldest_href": page_href(min(RECENT, size)) if before - RECENT > RECENT else None,
         "as_of": at,
-        "witnesses": _witnesses(ledger),
     }
     return html(request, "log.html", context, pinned=asked_for.pinned)
-
-
-def _witnesses(ledger: OpenedLog) -> list[dict[str, Any]]:
-    """The witnesses the log asks, each with what the cosigner last knew of it: the size it
-    cosigned, or why it refused (a witness that saw another history)."""
-    from service.core.witnesses import configured, witness_status
-
-    root = ledger.data.root
-    try:
-        listed = configured(root)
-    except UsageError:
-        return []
-    status = witness_status(root)
-    return [
-        {
-            "name": w.verifier.name,
-            "url": w.url,
-            "vkey": w.vkey,
-            "size": status.get(w.verifier.name, {}).get("cosignedSize"),
-            "refusal": status.get(w.verifier.name, {}).get("refusal"),
-        }
-        for w in listed
-    ]
