@@ -23,6 +23,7 @@ from keys._base64 import b64decode, b64encode
 from keys.ed25519 import SigningKey, VerifyingKey
 from keys.errors import KeyringError, MalformedNote, VerificationError
 from keys.notekeys import valid_key_name
+from keys.notes import parse_signature_line, split_note
 
 __all__ = [
     "COSIGNATURE_V1",
@@ -33,7 +34,6 @@ __all__ = [
     "cosignature_key_hash",
     "cosignature_message",
     "cosignatures",
-    "note_parts",
     "parse_witness_skey",
     "parse_witness_vkey",
     "signature_line_key",
@@ -133,7 +133,7 @@ class WitnessVerifier:
                 key ID, timestamp and signature.
             VerificationError: this witness's line does not verify over ``body``.
         """
-        name, key_hash, rest = _split_line(line)
+        name, key_hash, rest = parse_signature_line(line)
         if name != self.name or key_hash != self.key_hash:
             return None
         if len(rest) != _LENGTH - 4:
@@ -262,21 +262,6 @@ def parse_witness_skey(text: str) -> WitnessSigner:
     return signer
 
 
-def _split_line(line: str) -> tuple[str, bytes, bytes]:
-    if not line.startswith(_PREFIX):
-        raise MalformedNote("a note signature line starts with an em dash and a space")
-    name, _, sig64 = line[len(_PREFIX) :].partition(" ")
-    if not valid_key_name(name) or not sig64:
-        raise MalformedNote("malformed note signature line")
-    try:
-        raw = b64decode(sig64)
-    except ValueError:
-        raise MalformedNote(f"signature by {name} is not valid base64", name=name) from None
-    if len(raw) < 5:
-        raise MalformedNote(f"signature by {name} is shorter than a key ID and one byte", name=name)
-    return name, raw[:4], raw[4:]
-
-
 def signature_line_key(line: str) -> tuple[str, bytes]:
     """The key name and 4-byte key hash (or ID) a note signature line names.
 
@@ -284,27 +269,8 @@ def signature_line_key(line: str) -> tuple[str, bytes]:
         MalformedNote: it is not a note signature line (an em dash, a space, a key name, a
             space and base64 of a key hash and at least one byte).
     """
-    name, key_hash, _ = _split_line(line)
+    name, key_hash, _ = parse_signature_line(line)
     return name, key_hash
-
-
-def note_parts(note: bytes) -> tuple[bytes, list[str]]:
-    """A signed note's body (with its final newline) and its signature lines (no newlines).
-
-    Raises:
-        MalformedNote: no blank line before the signatures, or an empty or unterminated
-            signature block, or text that is not UTF-8.
-    """
-    split = note.rfind(b"\n\n")
-    if split < 0:
-        raise MalformedNote("signed note has no blank line before its signatures")
-    try:
-        block = note[split + 2 :].decode()
-    except UnicodeDecodeError:
-        raise MalformedNote("signed note's signatures are not UTF-8") from None
-    if not block or not block.endswith("\n"):
-        raise MalformedNote("signed note's signature block is empty or lacks a final newline")
-    return note[: split + 1], block[:-1].split("\n")
 
 
 def cosignatures(note: bytes, witnesses: list[WitnessVerifier]) -> dict[str, Cosignature]:
@@ -316,7 +282,7 @@ def cosignatures(note: bytes, witnesses: list[WitnessVerifier]) -> dict[str, Cos
         VerificationError: a line of a given witness does not verify (an edited checkpoint or a
             forged cosignature: never counted, always refused).
     """
-    body, lines = note_parts(note)
+    body, lines = split_note(note)
     found: dict[str, Cosignature] = {}
     for line in lines:
         for witness in witnesses:

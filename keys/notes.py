@@ -86,17 +86,11 @@ def open_note(note: bytes, verifiers: Sequence[NoteVerifier]) -> VerifiedNote:
         raise MalformedNote("signed note contains an ASCII control character other than newline")
     # (2) "Format": the text is separated from the signatures by the last empty line; the text
     # keeps its final newline, and the signature block is non-empty and ends in a newline.
-    split = note.rfind(b"\n\n")
-    if split < 0:
-        raise MalformedNote("signed note has no blank line before its signatures")
-    body, block = note[: split + 1], note[split + 2 :].decode()
-    if not block or not block.endswith("\n"):
-        raise MalformedNote("signed note's signature block is empty or lacks a final newline")
-    lines = block[:-1].split("\n")
+    body, lines = split_note(note)
     if len(lines) > MAX_SIGNATURES:
         raise MalformedNote(f"signed note has more than {MAX_SIGNATURES} signatures")
     # (3) "Format", "Signatures": each line is "— <name> base64(key ID || signature)".
-    parsed = [_parse_signature_line(line) for line in lines]
+    parsed = [parse_signature_line(line) for line in lines]
     # (4) "Signatures": ignore unknown (name, key ID); verify each known one; repeated
     # signatures by one verifier count once (sumdb/note).
     known: dict[tuple[str, bytes], list[NoteVerifier]] = {}
@@ -132,7 +126,33 @@ def open_note(note: bytes, verifiers: Sequence[NoteVerifier]) -> VerifiedNote:
     return VerifiedNote(text=body.decode(), verified_by=tuple(verified_by))
 
 
-def _parse_signature_line(line: str) -> tuple[str, bytes, bytes]:
+def split_note(note: bytes) -> tuple[bytes, list[str]]:
+    """A signed note's text (with its final newline) and its signature lines (without theirs):
+    the text ends at the last empty line ("Format").
+
+    Raises:
+        MalformedNote: no blank line before the signatures, an empty or unterminated signature
+            block, or signatures that are not UTF-8.
+    """
+    split = note.rfind(b"\n\n")
+    if split < 0:
+        raise MalformedNote("signed note has no blank line before its signatures")
+    try:
+        block = note[split + 2 :].decode()
+    except UnicodeDecodeError:
+        raise MalformedNote("signed note is not valid UTF-8") from None
+    if not block or not block.endswith("\n"):
+        raise MalformedNote("signed note's signature block is empty or lacks a final newline")
+    return note[: split + 1], block[:-1].split("\n")
+
+
+def parse_signature_line(line: str) -> tuple[str, bytes, bytes]:
+    """A signature line ``— <name> base64(key ID || signature)``: the name, the 4-byte key ID
+    and the rest.
+
+    Raises:
+        MalformedNote: it is not such a line.
+    """
     if not line.startswith(_SIG_PREFIX):
         raise MalformedNote("signed note has a line in its signature block that is not a signature")
     name, _, sig64 = line[len(_SIG_PREFIX) :].partition(" ")

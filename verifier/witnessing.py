@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from keys import KeyringError, MalformedNote, NoteVerifier, VerificationError
-from keys.cosignatures import WitnessVerifier, cosignatures, note_parts, signature_line_key
+from keys.cosignatures import WitnessVerifier, cosignatures, signature_line_key
+from keys.notes import split_note
 from verifier.errors import VerifierError
 
 __all__ = ["QuorumNotMet", "Witnessed", "count_witnesses"]
@@ -65,7 +66,7 @@ def count_witnesses(
         QuorumNotMet: fewer than ``quorum`` of ``witnesses`` cosigned it (the detail names
             the missing ones), or a given witness's line does not verify.
     """
-    _, lines = note_parts(note)
+    _, lines = split_note(note)
     keys = [signature_line_key(line) for line in lines]
     own = sum(1 for k in keys if k == (log_key.name, log_key.key_hash))
     if own != 1:
