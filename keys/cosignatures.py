@@ -36,7 +36,6 @@ __all__ = [
     "cosignatures",
     "parse_witness_skey",
     "parse_witness_vkey",
-    "signature_line_key",
     "witness_vkey",
 ]
 
@@ -260,17 +259,6 @@ def parse_witness_skey(text: str) -> WitnessSigner:
     if signer.verifier.key_hash != key_hash:
         raise KeyringError(f"witness private key {name}: key ID does not match the key", name=name)
     return signer
-
-
-def signature_line_key(line: str) -> tuple[str, bytes]:
-    """The key name and 4-byte key hash (or ID) a note signature line names.
-
-    Raises:
-        MalformedNote: it is not a note signature line (an em dash, a space, a key name, a
-            space and base64 of a key hash and at least one byte).
-    """
-    name, key_hash, _ = parse_signature_line(line)
-    return name, key_hash
 
 
 def cosignatures(note: bytes, witnesses: list[WitnessVerifier]) -> dict[str, Cosignature]:

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from keys import KeyringError, MalformedNote, NoteVerifier, VerificationError
-from keys.cosignatures import WitnessVerifier, cosignatures, signature_line_key
-from keys.notes import split_note
+from keys.cosignatures import WitnessVerifier, cosignatures
+from keys.notes import parse_signature_line, split_note
 from verifier.errors import VerifierError
 
 __all__ = ["QuorumNotMet", "Witnessed", "count_witnesses"]
@@ -24,7 +24,7 @@ __all__ = ["QuorumNotMet", "Witnessed", "count_witnesses"]
 
 class QuorumNotMet(VerifierError):
     """Fewer of the given witnesses cosigned the checkpoint than the quorum asks, or a given
-    witness's line does not verify."""
+    witness's line does not verify; ``details["seen"]``: the lines besides the log's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,23 +67,25 @@ def count_witnesses(
             the missing ones), or a given witness's line does not verify.
     """
     _, lines = split_note(note)
-    keys = [signature_line_key(line) for line in lines]
+    keys = [parse_signature_line(line)[:2] for line in lines]
     own = sum(1 for k in keys if k == (log_key.name, log_key.key_hash))
     if own != 1:
         raise MalformedNote(f"the checkpoint carries {own} signatures by the log's key, not one")
+    seen = len(lines) - 1
     needed = len(witnesses) if quorum is None else quorum
     try:
         found = cosignatures(note, list(witnesses))
     except VerificationError as exc:
-        raise QuorumNotMet(f"a witness's cosignature does not verify: {exc}") from None
+        raise QuorumNotMet(f"a witness's cosignature does not verify: {exc}", seen=seen) from None
     except (MalformedNote, KeyringError) as exc:
-        raise QuorumNotMet(f"a witness's cosignature is malformed: {exc}") from None
+        raise QuorumNotMet(f"a witness's cosignature is malformed: {exc}", seen=seen) from None
     cosigned = tuple(w.name for w in witnesses if w.name in found)
-    witnessed = Witnessed(len(lines) - 1, cosigned, len(witnesses), needed)
+    witnessed = Witnessed(seen, cosigned, len(witnesses), needed)
     if len(cosigned) < needed:
         missing = ", ".join(w.name for w in witnesses if w.name not in found)
         raise QuorumNotMet(
             f"{len(cosigned)} of the {len(witnesses)} witness(es) given cosigned the checkpoint,"
-            f" fewer than the quorum of {needed}; no cosignature by {missing}"
+            f" fewer than the quorum of {needed}; no cosignature by {missing}",
+            seen=seen,
         )
     return witnessed

@@ -125,16 +125,18 @@ def _count_witnesses(
 ) -> None:
     """The cosignatures on the audited checkpoint: how many lines besides the log's, and which
     of ``witnesses`` cosigned it (too few is the failure ``witnesses``; the audit goes on)."""
-    note = fetched.checkpoint.note
     if witnesses:
         report.checked.append("witnesses")
     try:
-        witnessed = count_witnesses(note, log_key, (), None)
-        report.cosignaturesSeen = witnessed.seen
-        witnessed = count_witnesses(note, log_key, witnesses, quorum)
-    except (QuorumNotMet, MalformedNote) as exc:
+        witnessed = count_witnesses(fetched.checkpoint.note, log_key, witnesses, quorum)
+    except QuorumNotMet as exc:
+        report.cosignaturesSeen = int(exc.details["seen"])  # type: ignore[call-overload]
         report.failures.append(Failure("witnesses", str(exc)))
         return
+    except MalformedNote as exc:
+        report.failures.append(Failure("witnesses", str(exc)))
+        return
+    report.cosignaturesSeen = witnessed.seen
     report.witnessesCosigned = list(witnessed.cosigned)
 
 

@@ -47,8 +47,8 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
         help="the witnesses this log asks to cosign its checkpoints",
         description=(
             "Configuration of the log's data directory (DATA/witnesses.json), read again by"
-            " the running service every round (one started with none needs a restart): after each checkpoint it asks every witness"
-            " listed here to cosign it, in the background."
+            " the running service every round (one started with none needs a restart): after"
+            " each checkpoint it asks every witness listed here to cosign it, in the background."
         ),
     )
     wverbs = w.add_subparsers(dest="verb", metavar="VERB", parser_class=type(w))
@@ -91,13 +91,22 @@ def _init(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_log(args: argparse.Namespace) -> int:
+def _vkey_text(path: Path) -> str:
+    """The text of the vkey file ``path`` named on the command line.
+
+    Raises:
+        NotFound: there is no such file. UsageError: it cannot be read as text.
+    """
     try:
-        text = Path(args.vkey).read_text()
+        return Path(path).read_text()
     except FileNotFoundError:
-        raise NotFound(f"{args.vkey}: no such file") from None
+        raise NotFound(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{args.vkey}: {exc}") from None
+        raise UsageError(f"{path}: {exc}") from None
+
+
+def _add_log(args: argparse.Namespace) -> int:
+    text = _vkey_text(args.vkey)
     with _open(args) as witness:
         try:
             log = witness.add_log(text)
@@ -148,12 +157,7 @@ def _log_dir(args: argparse.Namespace) -> Path:
 def _witnesses_add(args: argparse.Namespace) -> int:
     from service.core.witnesses import add_witness
 
-    try:
-        text = Path(args.vkey).read_text()
-    except FileNotFoundError:
-        raise NotFound(f"{args.vkey}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{args.vkey}: {exc}") from None
+    text = _vkey_text(args.vkey)
     added = add_witness(_log_dir(args), args.url, text.strip())
     sys.stdout.write(f"asking {added.verifier.name} at {added.url}\n")
     return 0
