@@ -242,19 +242,25 @@ def test_a_rank_read_as_the_log_grows_is_the_rank_at_the_size_it_read(tmp_path: 
         assert (raced.members, now.members) == (3, 6)
 
 
+def _one_run_a_group(tmp_path: Path, groups: int):  # type: ignore[no-untyped-def]
+    """A new log holding one run in each of ``groups`` groups."""
+    ledger, _ = init_data_dir(tmp_path / "d")
+    events = []
+    for group in range(groups):
+        parts = bundle(group=group, author=0, value=100)
+        events.append((ingest_event(parts), parts["run"].digest))
+    ledger.append(events)
+    return ledger
+
+
 def test_better_elsewhere_as_of_a_size_reads_one_workload_on_one_hardware(
     tmp_path: Path,
 ) -> None:
     # As of a size (an audit compares every dossier as of its checkpoint) the query reads the
     # versions of one workload on one hardware, not every version in the index (256 ms a run
     # at 100k runs before p_runs_workload).
-    ledger, _ = init_data_dir(tmp_path / "d")
+    ledger = _one_run_a_group(tmp_path, 40)
     with ledger:
-        events = []
-        for group in range(40):
-            parts = bundle(group=group, author=0, value=100)
-            events.append((ingest_event(parts), parts["run"].digest))
-        ledger.append(events)
         conn = ledger.store.session
         conn.execute("ANALYZE")
         for direction in ("lower", "higher"):
@@ -268,13 +274,8 @@ def test_better_elsewhere_as_of_a_size_reads_one_workload_on_one_hardware(
 def test_run_digests_read_a_page_at_a_time_are_every_run_in_order(tmp_path: Path) -> None:
     from projections.queries import count_runs, iter_run_digests, run_digests
 
-    ledger, _ = init_data_dir(tmp_path / "d")
+    ledger = _one_run_a_group(tmp_path, 23)
     with ledger:
-        events = []
-        for group in range(23):
-            parts = bundle(group=group, author=0, value=100)
-            events.append((ingest_event(parts), parts["run"].digest))
-        ledger.append(events)
         conn = ledger.store.session
         size = ledger.store.size
         for as_of in (None, size, size - 10):
