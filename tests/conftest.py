@@ -35,7 +35,9 @@ def vectors_dir() -> Path:
     return corpus("transparency-test-vectors")
 
 
-@pytest.fixture(scope="session")
+# Module, not session: Playwright's sync API keeps an event loop running on the main thread while
+# it is open, and a later test of the same worker that calls asyncio.run() would fail.
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     if not CHROMIUM.exists():
         message = f"{CHROMIUM} is missing: the tests that show pages need Debian's chromium"

@@ -79,7 +79,7 @@ def page(browser: Any) -> Iterator[Any]:
     context.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def shoot(browser: Any) -> Any:
     """``shoot(url, name)``: full-page screenshots at phone and desktop sizes."""
     SCREENSHOTS.mkdir(exist_ok=True)
