@@ -140,6 +140,7 @@ def remove_witness(data: Path, which: str) -> WitnessConfig:
 class _Known:
     size: int = 0  # the size the witness last cosigned, as far as the log knows
     refusal: str | None = None
+    refused: int | None = None  # the size of the checkpoint it refused
 
 
 @dataclass
@@ -159,6 +160,20 @@ class Cosigner:
     clock: Callable[[], float] = time.time
     known: dict[str, _Known] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # What the last process knew: a restart neither forgets a refusal (the log page shows
+        # it until the witness cosigns again) nor asks a witness from size 0 again.
+        if not self.known:
+            for name, seen in witness_status(self.data).items():
+                if isinstance(seen, dict):
+                    size, refusal = seen.get("cosignedSize"), seen.get("refusal")
+                    refused = seen.get("refusedSize")
+                    self.known[name] = _Known(
+                        size if isinstance(size, int) else 0,
+                        refusal if isinstance(refusal, str) else None,
+                        refused if isinstance(refused, int) else None,
+                    )
+
     def round(self) -> dict[str, str]:
         """One round: each witness behind the latest checkpoint is asked once (twice after a
         409 naming its size). Returns what came of each (by witness name): ``cosigned``,
@@ -174,6 +189,11 @@ class Cosigner:
                 state = self.known.setdefault(verifier.name, _Known())
                 if state.size == latest.size and state.refusal is None:
                     outcome[verifier.name] = "current"
+                    continue
+                if state.refusal is not None and state.refused == latest.size:
+                    # Refused this checkpoint already: asked again at the next one, not
+                    # every round (the refusal stays logged, in the status and on the page).
+                    outcome[verifier.name] = f"refused: {state.refusal}"
                     continue
                 outcome[verifier.name] = self._ask(http, witness, verifier, latest, state, reads)
         self._write_status()
@@ -206,38 +226,49 @@ class Cosigner:
                 try:
                     state.size = int(answer.text.strip())
                 except ValueError:
-                    return self._refused(verifier, state, "409 with a size that is not a number")
+                    return self._refused(
+                        verifier, state, "409 with a size that is not a number", latest.size
+                    )
                 if state.size > latest.size:
                     return self._refused(
                         verifier,
                         state,
                         f"it holds size {state.size}, above the log's {latest.size}",
+                        latest.size,
                     )
                 continue
             if answer.status_code != 200:
                 return self._refused(
-                    verifier, state, f"{answer.status_code}: {answer.text.strip()[:200]}"
+                    verifier,
+                    state,
+                    f"{answer.status_code}: {answer.text.strip()[:200]}",
+                    latest.size,
                 )
             lines = [line for line in answer.text.splitlines() if line]
             note = latest.note + "".join(f"{line}\n" for line in lines).encode()
             try:
                 if verifier.name not in cosignatures(note, [verifier]):
-                    return self._refused(verifier, state, "it answered no cosignature of its key")
+                    return self._refused(
+                        verifier, state, "it answered no cosignature of its key", latest.size
+                    )
             except (KeyringError, ValueError) as exc:
-                return self._refused(verifier, state, f"its cosignature does not verify: {exc}")
+                return self._refused(
+                    verifier, state, f"its cosignature does not verify: {exc}", latest.size
+                )
             self.store.add_cosignatures(latest.size, lines)
-            state.size, state.refusal = latest.size, None
+            state.size, state.refusal, state.refused = latest.size, None, None
             return "cosigned"
         return "unreachable: it kept naming another size"
 
-    def _refused(self, verifier: WitnessVerifier, state: _Known, why: str) -> str:
-        state.refusal = why
+    def _refused(self, verifier: WitnessVerifier, state: _Known, why: str, size: int) -> str:
+        state.refusal, state.refused = why, size
         _log.error("witness refused the log's checkpoint", witness=verifier.name, reason=why)
         return f"refused: {why}"
 
     def _write_status(self) -> None:
         body = {
-            name: {"cosignedSize": k.size, "refusal": k.refusal} for name, k in self.known.items()
+            name: {"cosignedSize": k.size, "refusal": k.refusal, "refusedSize": k.refused}
+            for name, k in self.known.items()
         }
         path = self.data / STATUS
         partial = path.with_name(STATUS + ".partial")

@@ -80,8 +80,30 @@ def test_the_log_is_cosigned_as_it_grows_and_a_fork_is_refused(tmp_path: Path) -
             note = forked.store.latest_checkpoint().note
             assert cosignatures(note, verifiers) == {}
             _grow(forked, 1, group=6)
+    # The log page shows it (the witnesses are down now: a restart keeps what was refused).
+    fork_page, true_page = _log_page(fork), _log_page(data)
+    assert 'role="alert"' in fork_page and fork_page.count("<strong>refused:</strong>") == 2
+    assert "A witness refused this log" in fork_page
+    assert "refused" not in true_page and true_page.count(f"cosigned tree size {size + 1:,}") == 2
     assert remove_witness(data, "witness.test/w1").url == url1
     assert [w.url for w in configured(data)] == [url2]
+
+
+def _log_page(data: Path) -> str:
+    """``/log`` of the log at ``data``, served in process (its cosigner thread included)."""
+    from litestar.testing import TestClient
+
+    from service.core.config import Settings
+    from service.core.ledger import Ledger
+    from service.web.app import create_app
+
+    with (
+        Ledger.open(data) as ledger,
+        TestClient(create_app(Settings(data=data), ledger=ledger)) as c,
+    ):
+        answer = c.get("/log")
+        assert answer.status_code == 200, answer.text
+        return answer.text
 
 
 def test_a_witness_down_is_caught_up_when_it_is_back(tmp_path: Path) -> None:

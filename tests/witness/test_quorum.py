@@ -1,7 +1,7 @@
 """Readers that count witnesses (issue 29, Deliver 2 and 3), through the console script: the
-``witnesses`` configuration commands, and ``verify-citation --witness-key --quorum`` on a
-receipt whose checkpoint real witnesses cosigned, with a stranger's key, a forged line, too
-few witnesses and bad options."""
+``witnesses`` configuration commands, and ``verify-citation`` and ``audit`` with
+``--witness-key --quorum`` on a receipt (and a log) whose checkpoint real witnesses cosigned,
+with a stranger's key, a forged line, too few witnesses and bad options."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 from service.app.cite import citation_receipt
 from service.core.init import init_data_dir
 from service.core.witnesses import Cosigner
-from tests.servers import run_cli
+from tests.servers import run_cli, served
 from tests.witness.test_cosigner import _grow, _witness
 from tests.witness.test_http import witness_served
 
@@ -106,3 +106,26 @@ def test_a_receipt_verifies_with_a_quorum_of_the_witnesses_that_cosigned_it(
     assert code == 1 and "does not verify" in said, said
     code, said = verify("--witness-key", keys[1], file=forged)
     assert code == 0, said  # the other witness's line is intact
+
+    # The audit counts the witnesses of the checkpoint it verifies, the same way.
+    def audit(*options: object) -> tuple[int, dict[str, object]]:
+        done = run_cli(
+            "audit", "--server", url, "--log-key", log_vkey, "--no-replay", "--json", *options
+        )
+        assert done.returncode in (0, 1), done.stderr
+        return done.returncode, json.loads(done.stdout)
+
+    with served(data) as url:
+        code, report = audit()
+        assert code == 0 and report["cosignaturesSeen"] == 2, report
+        assert "witnesses" not in report["checked"]
+        code, report = audit("--witness-key", keys[0], "--witness-key", keys[1], "--quorum", "2")
+        assert code == 0 and "witnesses" in report["checked"], report
+        assert sorted(report["witnessesCosigned"]) == ["witness.test/w1", "witness.test/w2"]
+        code, report = audit("--witness-key", keys[2], "--quorum", "1")
+        failed = [f for f in report["failures"] if f["check"] == "witnesses"]  # type: ignore[union-attr]
+        assert code == 1 and failed and "witness.test/w3" in failed[0]["detail"], report
+        assert (
+            run_cli("audit", "--server", url, "--log-key", log_vkey, "--quorum", "1").returncode
+            == 2
+        )

@@ -12,6 +12,7 @@ from litestar.params import QueryParameter
 from events.port import LogReader, SignedCheckpoint
 from service.app import log
 from service.core.logs import OpenedLog
+from service.core.witnesses import configured, witness_status
 from service.errors import UsageError
 from service.web.caching import Read
 from service.web.deps import LedgerDep, ReaderDep
@@ -103,5 +104,27 @@ def log_page(
         "older_href": page_href(before - RECENT) if before - RECENT > 0 else None,
         "oldest_href": page_href(min(RECENT, size)) if before - RECENT > RECENT else None,
         "as_of": at,
+        "witnesses": _witnesses(ledger),
     }
     return html(request, "log.html", context, pinned=asked_for.pinned)
+
+
+def _witnesses(ledger: OpenedLog) -> list[dict[str, Any]]:
+    """The witnesses this log asks (its ``witnesses.json``), each with what its cosigner last
+    knew of it (``witness-status.json``): the size it cosigned, or why it refused. Empty when
+    none is configured, and then the page is as it was before witnesses."""
+    root = ledger.data.root
+    try:
+        listed = configured(root)
+    except UsageError:
+        return []  # a hand-edited list: `benchproof witnesses list` says what is wrong with it
+    status = witness_status(root)
+    return [
+        {
+            "name": w.verifier.name,
+            "url": w.url,
+            "size": status.get(w.verifier.name, {}).get("cosignedSize"),
+            "refusal": status.get(w.verifier.name, {}).get("refusal"),
+        }
+        for w in listed
+    ]
