@@ -16,7 +16,9 @@ from service.core.ledger import open_log
 from service.core.logs import OpenedLog
 from service.readmodel.asof import resolve_as_of
 from service.readmodel.dossier import Dossier, short_id
-from service.web.present import quantity  # pure formatting (no litestar): as the pages show it
+
+# pure formatting (no litestar): as the pages show it
+from service.web.present import measured, quantity
 
 _ENC = msgspec.json.Encoder()
 T = TypeVar("T")
@@ -155,6 +157,15 @@ def _show(args: argparse.Namespace) -> int:
     return _ledger(args, run)
 
 
+def _measurement_lines(dossier: Dossier) -> list[str]:
+    """Each figure the run published, as the page shows it (an interval by its two ends)."""
+    lines = []
+    for m in dossier.measurements:
+        label = " ".join(str(m[k]) for k in ("metric", "statistic") if m.get(k))
+        lines.append(f"  measured        {label}: {measured(m.get('value'), m.get('unit'))}")
+    return lines
+
+
 def _dossier_text(dossier: Dossier) -> str:
     primary = dossier.primary
     value = (
@@ -166,6 +177,7 @@ def _dossier_text(dossier: Dossier) -> str:
         f"Run {dossier.shortId}  {dossier.title or dossier.name}",
         f"  digest          {dossier.runDigest}",
         f"  primary         {value}",
+        *_measurement_lines(dossier),
         f"  rank            {_rank_text(dossier)}",
         f"  evidence        {dossier.evidenceLevel}: {dossier.evidenceReason}",
         f"  status          {dossier.status}"

@@ -63,6 +63,16 @@ def _http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Response
     return error_page(request, exc)
 
 
+def _unhandled(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    """A failure nothing else handles (a bug): logged at error level with its traceback
+    (``problems.to_problem``), answered as a 500 problem+json under the API and the site's error
+    page elsewhere. Handlers of the errors the app knows are more specific, and win."""
+    path = request.url.path
+    if path.startswith(_API_PATHS) and not (path.startswith("/schema") and _wants_html(request)):
+        return problems.to_problem(exc).to_response(request)
+    return error_page(request, exc)  # type: ignore[return-value]
+
+
 def _wants_html(request: Request[Any, Any, Any]) -> bool:
     return request.accept.best_match(["application/problem+json", "text/html"]) == "text/html"
 
@@ -224,7 +234,7 @@ def create_app(
         dependencies=deps,
         state=State({"tokens": TokenStore(DataDir(settings.data).tokens)}),
         plugins=[problems.plugin()],
-        exception_handlers={HTTPException: _http_error},
+        exception_handlers={HTTPException: _http_error, Exception: _unhandled},
         request_max_body_size=settings.max_body_bytes,
         template_config=TemplateConfig(directory=HERE / "templates", engine=JinjaTemplateEngine),
         openapi_config=_docs_without_inline_script(openapi.config()),

@@ -140,14 +140,18 @@ def flush_logs() -> None:
 def log_request(request_id: str, fields: dict[str, Any]) -> None:
     """The canonical per-request line, rendered directly: the same JSON as the structlog chain
     above produces for ``info("http.request", **fields)`` with ``request_id`` bound, at a fifth of
-    its cost (it is written once for every request served). ``fields`` must hold no secrets."""
+    its cost (it is written once for every request served). ``fields`` must hold no secrets. An
+    answer of 500 or more is logged at error level (the failure's own line, with its traceback,
+    comes from the handler that made the answer)."""
+    failed = int(fields.get("status") or 0) >= 500
     if _sink is None:
-        get_logger("benchproof.http").info("http.request", request_id=request_id, **fields)
+        log = get_logger("benchproof.http")
+        (log.error if failed else log.info)("http.request", request_id=request_id, **fields)
         return
-    if _level > logging.INFO:
+    if _level > (logging.ERROR if failed else logging.INFO):
         return
     fields["event"] = "http.request"
     fields["request_id"] = request_id
-    fields["level"] = "info"
+    fields["level"] = "error" if failed else "info"
     fields["timestamp"] = datetime.now(UTC).isoformat().replace("+00:00", "Z")
     _sink.msg(_encoder.encode(fields))

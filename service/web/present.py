@@ -20,6 +20,7 @@ __all__ = [
     "Urls",
     "breakable",
     "compare_table",
+    "measured",
     "number",
     "pretty_json",
     "quantity",
@@ -127,6 +128,23 @@ def quantity(value: float | None, unit: str | None) -> str:
     if label.endswith("_s"):
         label = label[:-2] + "/s"
     return f"{number(value)} {label}".strip()
+
+
+def measured(value: Any, unit: str | None) -> str:
+    """A published figure as people read it: one value (``quantity``), or an interval, as the
+    manifest format gives ``confidence95`` (a pair: "8.10 µs to 8.15 µs"). Anything else it
+    might hold is shown as text, never a failure of the page."""
+    if isinstance(value, list | tuple):
+        if len(value) == 2 and all(_is_number(v) for v in value):
+            return f"{quantity(value[0], unit)} to {quantity(value[1], unit)}"
+        return ", ".join(measured(v, unit) for v in value) or "—"
+    if value is None or _is_number(value):
+        return quantity(value, unit)
+    return str(value)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def breakable(text: str) -> Markup:

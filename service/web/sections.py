@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from service.readmodel.dossier import Dossier
-from service.web.present import Row, Urls, number, quantity, safe_url
+from service.web.present import Row, Urls, measured, number, safe_url
 
 __all__ = [
     "correctness_text",
@@ -162,11 +162,12 @@ def workload_rows(workload: dict[str, Any] | None) -> list[Row]:
 
 
 def measurement_rows(measurements: list[dict[str, Any]]) -> list[Row]:
-    """One row per published figure: "latency · mean" → "1.09 ms"."""
+    """One row per published figure: "latency · mean" → "1.09 ms", an interval as its two ends
+    ("latency · confidence95" → "8.10 µs to 8.15 µs")."""
     rows = []
     for m in measurements:
         label = " · ".join(str(m[k]) for k in ("metric", "statistic") if m.get(k))
-        value = quantity(m.get("value"), m.get("unit"))
+        value = measured(m.get("value"), m.get("unit"))
         if m.get("sampleCount"):
             value += f" (n = {m['sampleCount']})"
         rows.append(Row(label, value))

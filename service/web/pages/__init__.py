@@ -73,6 +73,7 @@ _ERRORS: ExceptionHandlersMap = {
         ServiceError,
         EventError,
         KeyringError,
+        Exception,  # a bug: the error page, and the failure logged with its traceback
     )
 }
 
