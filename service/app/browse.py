@@ -46,20 +46,31 @@ def search(
     text: str | None = None,
     source: str | None = None,
     hardware: str | None = None,
+    evidence: str | None = None,
+    group_key: str | None = None,
     after: str | None = None,
     limit: int = 50,
 ) -> Search:
     """At most ``limit`` runs whose name, title, benchmark or operation contains ``text``
-    (case-insensitive), of ``source`` on ``hardware``, found by ``runs.find_runs`` (the search
+    (case-insensitive), of ``source`` on ``hardware`` at the ``evidence`` level in the group
+    ``group_key``, found by ``runs.find_runs`` (the search
     ``GET /v1/runs`` answers too: by workload, then primary value best-first, then digest, after
     the cursor ``after``); with the sources and accelerators to narrow by.
 
     Raises:
-        UsageError: ``source`` is not a source the log knows, or ``after`` not a cursor a page
-            gave.
+        UsageError: ``source`` is not a source the log knows, ``evidence`` not an evidence
+            level, or ``after`` not a cursor a page gave.
     """
     found = find_runs(
-        conn, as_of, text=text, source=source, hardware=hardware, after=after, limit=limit
+        conn,
+        as_of,
+        text=text,
+        source=source,
+        hardware=hardware,
+        evidence=evidence,
+        group_key=group_key,
+        after=after,
+        limit=limit,
     )
     listed = run_sources(conn, as_of)
     return Search(

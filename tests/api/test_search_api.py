@@ -259,3 +259,33 @@ def test_higher_is_better_sorts_highest_first_and_valueless_runs_last() -> None:
         after = found[-1].key
         assert run_cursor(after)  # every key makes a cursor
     assert paged == order
+
+
+def test_the_home_page_takes_the_api_s_evidence_and_group_filters(client: Client) -> None:
+    """Issue 30, point 5: ``evidenceLevel`` and ``comparisonKey`` narrow the page as they narrow
+    ``GET /v1/runs`` (the page ignored them: 50 runs where the API listed 1), and the form offers
+    every evidence level, keeping the one chosen."""
+    every = _everything(client)
+    group = next(i["comparisonKey"] for i in every if i.get("comparisonKey"))
+    for query in (
+        "&evidenceLevel=reported",
+        "&evidenceLevel=verified",
+        f"&comparisonKey={group}",
+        f"&q=attention&comparisonKey={group}&evidenceLevel=reported",
+    ):
+        api = [i["shortId"] for i in _everything(client, query)][:50]
+        assert _page_ids(client, "/?" + query[1:]) == api, query
+    grouped = _everything(client, f"&comparisonKey={group}")
+    assert 0 < len(grouped) < len(every) and {i["comparisonKey"] for i in grouped} == {group}
+    page = client.get("/?evidenceLevel=reported").text
+    form = page.split('<form method="get" action="/"', 1)[1].split("</form>", 1)[0]
+    levels = re.findall(
+        r"<option(?: selected)?>([a-z-]+)</option>", form.split('id="evidenceLevel"')[1]
+    )
+    from service.app.runs import EVIDENCE_LEVELS
+
+    assert levels == list(EVIDENCE_LEVELS)
+    assert "<option selected>reported</option>" in form
+    in_group = client.get(f"/?comparisonKey={group}").text
+    assert f'name="comparisonKey" value="{group}"' in in_group and 'id="in-group"' in in_group
+    assert client.get("/?evidenceLevel=nonsense").status_code == 400

@@ -11,6 +11,7 @@ from litestar import Request, get
 from litestar.params import FromQuery, QueryParameter
 
 from service.app import browse
+from service.app.runs import EVIDENCE_LEVELS
 from service.readmodel.dossier import short_id
 from service.web import present
 from service.web.caching import Read
@@ -31,11 +32,18 @@ def home_page(
     q: FromQuery[str | None] = None,
     source: FromQuery[str | None] = None,
     hardware: FromQuery[str | None] = None,
+    evidence: Annotated[
+        str | None, QueryParameter(name="evidenceLevel", required=False)
+    ] = None,
+    comparison_key: Annotated[
+        str | None, QueryParameter(name="comparisonKey", required=False)
+    ] = None,
     after: FromQuery[str | None] = None,
 ) -> Read:
-    """Search by operation, hardware and source (keyset pages; the search ``GET /v1/runs``
-    answers, in its order), and the sources' notices: every source, registered or only named by
-    runs (manifest imports), so the count and the filter cover every run."""
+    """Search by operation, hardware, source, evidence level and comparison group, with the
+    parameters of ``GET /v1/runs`` and its answer (keyset pages, in its order), and the sources'
+    notices: every source, registered or only named by runs (manifest imports), so the count and
+    the filter cover every run."""
     asked_for = asked(reader, as_of_text)
     at = asked_for.at
     urls = present.Urls(at)
@@ -47,6 +55,8 @@ def home_page(
         text=q,
         source=source,
         hardware=hardware,
+        evidence=evidence,
+        group_key=comparison_key,
         after=after,
         limit=PAGE_SIZE,
     )
@@ -64,12 +74,21 @@ def home_page(
         }
         for v in found.runs
     ]
-    params = {"q": q or "", "source": source or "", "hardware": hardware or ""}
+    params = {
+        "q": q or "",
+        "source": source or "",
+        "hardware": hardware or "",
+        "evidenceLevel": evidence or "",
+        "comparisonKey": comparison_key or "",
+    }
     api = {k: v for k, v in params.items() if v} | ({} if at is None else {"asOf": str(at)})
     context = {
         "q": q,
         "source": source,
         "hardware": hardware,
+        "evidence": evidence,
+        "evidence_levels": EVIDENCE_LEVELS,
+        "comparison_key": comparison_key,
         "after": after,
         "results": results,
         "next_href": urls.home(**params, after=found.next) if found.next else None,
