@@ -23,7 +23,7 @@ GOLDEN_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 WORKERS ?= 2
 XDIST := -n $(WORKERS) --dist loadfile
 
-.PHONY: serve test test-slow test-postgres test-golden lint docs bench bench-quick reliability check-shared clean
+.PHONY: serve shell test test-slow test-postgres test-golden lint docs bench bench-quick reliability check-shared clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,11 @@ $(VENV)/.docs: pyproject.toml | $(BIN)/python
 
 serve: $(VENV)/.runtime
 	$(BIN)/benchproof serve --data $(DATA) --host $(HOST) --port $(PORT) --demo
+
+# A shell with the installed `benchproof` on its PATH (the README's commands run as written).
+shell: $(VENV)/.runtime
+	@echo "benchproof is on the PATH of this shell (exit to leave)"
+	@VIRTUAL_ENV=$(CURDIR)/$(VENV) PATH=$(CURDIR)/$(VENV)/bin:$$PATH $${SHELL:-/bin/sh}
 
 test: $(VENV)/.test
 	BENCHPROOF_STATEMENT_COVERAGE=sqlite $(BIN)/pytest -q $(XDIST) --durations=20 -m "not slow"
