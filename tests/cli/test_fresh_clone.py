@@ -107,7 +107,7 @@ def _the_tour(clone: Path, env: dict[str, str], url: str, short: str) -> None:
     ), "the token is made before the first command that needs one"
     for command in commands:
         if "ATTESTATION_ID" in command:
-            listed = httpx.get(f"{url}/v1/runs/{short}/attestations").json()["items"]
+            listed = httpx.get(f"{url}/v1/runs/{short}").json()["attestations"]
             command = command.replace("ATTESTATION_ID", listed[0]["id"])
         command = command.replace("http://127.0.0.1:8000", url).replace("RUN", short)
         # A fresh shell: only the activation the README names, in the clone.
