@@ -15,7 +15,9 @@ Old links with a raw ``/`` in the reference (``/runs/gpumode-kernelbot:submissio
 versions of clients sent them and people saved them) keep working and get the same answer as
 before (status, headers, body; a signed answer is signed over the target as sent): when more than
 one segment follows the prefix, the reference is all of them but a last one that names a resource
-of the request's method (``history`` for a ``GET``, ``reports`` for a ``POST``…), as before. This
+of the request's method (``history`` for a ``GET``, ``reports`` for a ``POST``…), as before; a
+``GET`` of a resource only posted to (``reports``) is routed to it too, and answers 405 with
+``Allow``. This
 is the one place a path's last segment is read so, and only for links a reference spreads over
 several segments; an encoded ``/`` is always part of the reference. Permalinks
 (``/runs/sha256:<hex>``) hold no ``/``.
@@ -60,6 +62,9 @@ class Routes:
             for method in methods:
                 by_method[method] = by_method.get(method, frozenset()) | {found[2]}
 
+    def _any_method(self, prefix: str) -> frozenset[str]:
+        return frozenset().union(*self.resources[prefix].values())
+
     def routed(self, scope: Any) -> Any:
         """``scope`` with the path its route is found by (the same scope when that is its own
         path): under a run prefix, the reference as one segment (see the module's docstring)."""
@@ -87,7 +92,17 @@ class Routes:
         if not parts:
             return scope
         tail = ""
-        if len(parts) > 1 and parts[-1] in self.resources[prefix].get(scope.get("method"), ()):
+        method = scope.get("method")
+        names = (
+            self._any_method(prefix)
+            if method in ("GET", "HEAD")
+            else self.resources[prefix].get(method, ())
+        )
+        if len(parts) > 1 and parts[-1] in names:
+            # A resource of this method; for a read, of any method (a GET of a resource only
+            # posted to): routed as that resource, so the router answers 405 with ``Allow``
+            # rather than reading its name as part of the reference. A post to a resource
+            # that takes none stays a 404 naming the ones that do.
             tail = "/" + parts.pop()
         # A reference never starts with "/": one sent so (an encoded "/" first) is read without
         # it, as before.

@@ -167,3 +167,18 @@ def test_a_report_form_by_a_raw_slash_links_back_encoded(server: Server) -> None
         assert filed.headers["location"] == f"/runs/{_encoded(SLASHED)}#report"
     page = server.ask("GET", filed.headers["location"].partition("#")[0])
     assert page.status == 200
+
+
+def test_a_get_of_a_resource_only_posted_to_is_405_naming_post(server: Server) -> None:
+    """Issue 30, point 9: not "not a run reference" (the name read as part of the reference)."""
+    for tail in ("attestations", "reports", "reruns"):
+        answer = server.ask("GET", f"/v1/runs/{server.digest}/{tail}")
+        assert answer.status == 405, (tail, answer.body[:200])
+        assert "POST" in answer.headers["allow"] and answer.headers["content-type"].startswith(
+            "application/problem+json"
+        )
+    page = server.ask("GET", f"/runs/{server.digest}/reports")
+    assert page.status == 405 and "POST" in page.headers["allow"]
+    assert page.headers["content-type"].startswith("text/html")
+    # A reference with a raw "/" still ends in a resource of the method asked.
+    assert server.ask("GET", f"/v1/runs/{SLASHED}/history").status == 200
