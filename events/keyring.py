@@ -50,10 +50,22 @@ class KeyView(msgspec.Struct, frozen=True, omit_defaults=True):
     until: int | None = None
     revokedReason: str | None = None
     rotatedTo: str | None = None
+    # A key granted a role holds it from ``roleSince`` (the position after the grant); before,
+    # it held ``roleBefore``. None: its role is the one it was registered with.
+    roleSince: int | None = None
+    roleBefore: str | None = None
 
     def valid_at(self, seq: int) -> bool:
         """Could this key sign the entry at position ``seq``?"""
         return self.since <= seq and (self.until is None or seq < self.until)
+
+    def role_at(self, seq: int) -> str:
+        """The role the key held at position ``seq`` (a history names the signer's role at
+        the entry's own position, not the one granted later). After two grants, the role
+        before the last one stands for every position before it."""
+        if self.roleSince is not None and self.roleBefore is not None and seq < self.roleSince:
+            return self.roleBefore
+        return self.role
 
 
 def fold_keys(
@@ -87,7 +99,10 @@ def fold_keys(
                 or _refused(keys, event, seq, signer)
             ):
                 return keys
-            return {**keys, event.keyId: msgspec.structs.replace(old, role=event.role)}
+            granted = msgspec.structs.replace(
+                old, role=event.role, roleSince=seq + 1, roleBefore=old.role
+            )
+            return {**keys, event.keyId: granted}
         case KeyRotated():
             old = keys.get(event.keyId)
             if (

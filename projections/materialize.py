@@ -45,7 +45,9 @@ __all__ = ["FORMAT", "Materializer"]
 #     neighbours index covers the columns its query filters on.
 # 13: every version of a run is indexed by (workload, hardware, value), for the neighbours
 #     query as of a size.
-FORMAT = 13
+# 14: a key granted a role keeps the position it holds it from and its role before
+#     (p_keys: role_since, role_before), so a history names a signer's role at its entry.
+FORMAT = 14
 
 
 class Materializer:

@@ -103,10 +103,11 @@ _RECORD = {
     )
 }
 _KEYS = sql(
-    "INSERT INTO p_keys VALUES (?,?,?,?,?,?,?,?) ON CONFLICT (key_id) DO UPDATE SET"
+    "INSERT INTO p_keys VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT (key_id) DO UPDATE SET"
     " role = excluded.role, name = excluded.name, public_key = excluded.public_key,"
     " valid_from = excluded.valid_from, revoked_at = excluded.revoked_at,"
-    " revoked_reason = excluded.revoked_reason, rotated_to = excluded.rotated_to"
+    " revoked_reason = excluded.revoked_reason, rotated_to = excluded.rotated_to,"
+    " role_since = excluded.role_since, role_before = excluded.role_before"
 )
 
 _ENC = msgspec.json.Encoder()
@@ -318,6 +319,8 @@ class RowStore:
                         k.until,
                         k.revokedReason,
                         k.rotatedTo,
+                        k.roleSince,
+                        k.roleBefore,
                     )
                     for k in changes.keys.values()
                 ),

@@ -58,7 +58,7 @@ _DDL = {
     "p_keys": """CREATE TABLE IF NOT EXISTS p_keys (
         key_id {text} PRIMARY KEY, role {text} NOT NULL, name {text} NOT NULL,
         public_key {text} NOT NULL, valid_from {integer} NOT NULL, revoked_at {integer},
-        revoked_reason {text}, rotated_to {text})""",
+        revoked_reason {text}, rotated_to {text}, role_since {integer}, role_before {text})""",
     "p_sources": """CREATE TABLE IF NOT EXISTS p_sources (
         source {text} PRIMARY KEY, name {text} NOT NULL, url {text}, license {text}, notice {text},
         valid_from {integer} NOT NULL)""",

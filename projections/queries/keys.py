@@ -14,8 +14,8 @@ from projections.queries.state import keys_version
 __all__ = ["KeyringCache", "attestation_counts", "keyring", "signed_by", "signed_counts"]
 
 _KEYS = sql(
-    "SELECT key_id, role, name, public_key, valid_from, revoked_at, revoked_reason, rotated_to"
-    " FROM p_keys"
+    "SELECT key_id, role, name, public_key, valid_from, revoked_at, revoked_reason, rotated_to,"
+    " role_since, role_before FROM p_keys"
 )
 _ATTESTATIONS = sql("SELECT attester, count(*) FROM p_attestations GROUP BY attester")
 _SIGNERS = sql("SELECT key_id, entries FROM p_signers")
@@ -28,8 +28,11 @@ _SIGNED = sql(
 def keyring(conn: Session) -> dict[str, KeyView]:
     """Every key the projection knows, by key id."""
     out = {}
-    for key_id, role, name, public, since, until, reason, rotated in conn.execute(_KEYS):
-        out[key_id] = KeyView(key_id, role, name, public, since, until, reason, rotated)
+    for row in conn.execute(_KEYS):
+        key_id, role, name, public, since, until, reason, rotated, role_since, before = row
+        out[key_id] = KeyView(
+            key_id, role, name, public, since, until, reason, rotated, role_since, before
+        )
     return out
 
 

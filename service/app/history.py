@@ -237,7 +237,7 @@ class _Facts:
         match t.kind:
             case "attestation":
                 key = self.keys.get(t.actor or "")
-                role = key.role if key is not None else "unknown key"
+                role = key.role_at(t.position) if key is not None else "unknown key"
                 self.add(t.position, "attestation", f"attested ({role}): {t.detail or 'note'}")
             case "withdrawal" | "hiding" | "rerun-request":
                 reason = f": {t.detail}" if t.detail else ""

@@ -321,3 +321,26 @@ def test_the_openapi_schema_documents_the_answer(world: World) -> None:
     assert shape == {"$ref": "#/components/schemas/RunHistory"}
     history_shape = schema["components"]["schemas"]["RunHistory"]
     assert set(history_shape["properties"]) == {"runDigest", "asOf", "entries"}
+
+
+def test_a_signer_is_named_by_the_role_it_held_at_its_entry(world: World) -> None:
+    """Issue 30, point 4: a community key granted the rerunner role later attested as
+    community, and its history says so (now, and as of a size before the grant or after)."""
+    token = _token(world)
+    run, _ = _ingest(world, 310, 250)
+    member = SigningKey.generate()
+    register(world, member, "member")
+    attested = world.size()
+    attest(world, member, run)
+    granted = world.size()
+    r = world.client.post(
+        f"/v1/keys/{member.key_id}/grants", json={"role": "rerunner"}, headers=bearer(token)
+    )
+    assert r.status_code == 201, r.text
+    assert world.client.get(f"/v1/keys/{member.key_id}").json()["role"] == "rerunner"
+    for as_of in (None, granted, world.size()):
+        by = {e["position"]: e for e in history(world, run, as_of)["entries"]}
+        assert by[attested]["event"] == "attested (community): reproduced", as_of
+    page = world.client.get(f"/runs/{run}/history")
+    assert "attested (community): reproduced" in page.text
+    assert "attested (rerunner)" not in page.text
