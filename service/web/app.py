@@ -70,7 +70,7 @@ def _unhandled(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]
     path = request.url.path
     if path.startswith(_API_PATHS) and not (path.startswith("/schema") and _wants_html(request)):
         return problems.to_problem(exc).to_response(request)
-    return error_page(request, exc)  # type: ignore[return-value]
+    return error_page(request, exc)
 
 
 def _wants_html(request: Request[Any, Any, Any]) -> bool:
