@@ -166,23 +166,9 @@ def _witnesses_add(args: argparse.Namespace) -> int:
 def _witnesses_list(args: argparse.Namespace) -> int:
     import json
 
-    from service.core.witnesses import configured, witness_status
+    from service.core.witnesses import witness_states
 
-    data = _log_dir(args)
-    status = witness_status(data)
-    rows = []
-    for w in configured(data):
-        name = w.verifier.name
-        known = status.get(name, {})
-        rows.append(
-            {
-                "name": name,
-                "url": w.url,
-                "vkey": w.vkey,
-                "cosignedSize": known.get("cosignedSize"),
-                "refusal": known.get("refusal"),
-            }
-        )
+    rows = witness_states(_log_dir(args))
     if args.json:
         sys.stdout.write(json.dumps({"witnesses": rows}, indent=2) + "\n")
         return 0

@@ -43,6 +43,7 @@ __all__ = [
     "remove_witness",
     "save_configured",
     "start_cosigner",
+    "witness_states",
     "witness_status",
 ]
 
@@ -121,6 +122,30 @@ def witness_status(data: Path) -> dict[str, dict[str, Any]]:
     return raw if isinstance(raw, dict) else {}
 
 
+def witness_states(data: Path) -> list[dict[str, Any]]:
+    """Each configured witness with what the cosigner last knew of it: ``name``, ``url``,
+    ``vkey``, ``cosignedSize`` and ``refusal`` (None before its first round).
+
+    Raises:
+        UsageError: the list is not the one this module writes.
+    """
+    status = witness_status(data)
+    states = []
+    for w in configured(data):
+        name = w.verifier.name
+        known = status.get(name, {})
+        states.append(
+            {
+                "name": name,
+                "url": w.url,
+                "vkey": w.vkey,
+                "cosignedSize": known.get("cosignedSize"),
+                "refusal": known.get("refusal"),
+            }
+        )
+    return states
+
+
 def remove_witness(data: Path, which: str) -> WitnessConfig:
     """Stop asking the witness named by its URL or key name.
 
@@ -195,7 +220,10 @@ class Cosigner:
                     # every round (the refusal stays logged, in the status and on the page).
                     outcome[verifier.name] = f"refused: {state.refusal}"
                     continue
-                outcome[verifier.name] = self._ask(http, witness, verifier, latest, state, reads)
+                said = self._ask(http, witness, verifier, latest, state, reads)
+                if said.startswith("refused"):
+                    state.refused = latest.size
+                outcome[verifier.name] = said
         self._write_status()
         return outcome
 
@@ -226,42 +254,32 @@ class Cosigner:
                 try:
                     state.size = int(answer.text.strip())
                 except ValueError:
-                    return self._refused(
-                        verifier, state, "409 with a size that is not a number", latest.size
-                    )
+                    return self._refused(verifier, state, "409 with a size that is not a number")
                 if state.size > latest.size:
                     return self._refused(
                         verifier,
                         state,
                         f"it holds size {state.size}, above the log's {latest.size}",
-                        latest.size,
                     )
                 continue
             if answer.status_code != 200:
                 return self._refused(
-                    verifier,
-                    state,
-                    f"{answer.status_code}: {answer.text.strip()[:200]}",
-                    latest.size,
+                    verifier, state, f"{answer.status_code}: {answer.text.strip()[:200]}"
                 )
             lines = [line for line in answer.text.splitlines() if line]
             note = latest.note + "".join(f"{line}\n" for line in lines).encode()
             try:
                 if verifier.name not in cosignatures(note, [verifier]):
-                    return self._refused(
-                        verifier, state, "it answered no cosignature of its key", latest.size
-                    )
+                    return self._refused(verifier, state, "it answered no cosignature of its key")
             except (KeyringError, ValueError) as exc:
-                return self._refused(
-                    verifier, state, f"its cosignature does not verify: {exc}", latest.size
-                )
+                return self._refused(verifier, state, f"its cosignature does not verify: {exc}")
             self.store.add_cosignatures(latest.size, lines)
             state.size, state.refusal, state.refused = latest.size, None, None
             return "cosigned"
         return "unreachable: it kept naming another size"
 
-    def _refused(self, verifier: WitnessVerifier, state: _Known, why: str, size: int) -> str:
-        state.refusal, state.refused = why, size
+    def _refused(self, verifier: WitnessVerifier, state: _Known, why: str) -> str:
+        state.refusal = why
         _log.error("witness refused the log's checkpoint", witness=verifier.name, reason=why)
         return f"refused: {why}"
 

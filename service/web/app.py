@@ -57,8 +57,7 @@ def _http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Response
     ``/schema`` (the API docs, which people browse too) the page goes to whoever asks for HTML
     first, as browsers do. A 405 names ``HEAD`` where it names ``GET`` (``_allow_head``)."""
     _allow_head(exc)
-    path = request.url.path
-    if path.startswith(_API_PATHS) and not (path.startswith("/schema") and _wants_html(request)):
+    if _answers_problems(request):
         return problems.http_problem(exc).to_response(request)
     return error_page(request, exc)
 
@@ -67,10 +66,16 @@ def _unhandled(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]
     """A failure nothing else handles (a bug): logged at error level with its traceback
     (``problems.to_problem``), answered as a 500 problem+json under the API and the site's error
     page elsewhere. Handlers of the errors the app knows are more specific, and win."""
-    path = request.url.path
-    if path.startswith(_API_PATHS) and not (path.startswith("/schema") and _wants_html(request)):
+    if _answers_problems(request):
         return problems.to_problem(exc).to_response(request)
     return error_page(request, exc)
+
+
+def _answers_problems(request: Request[Any, Any, Any]) -> bool:
+    """Whether an error on ``request``'s path is a problem+json (the API) rather than the
+    site's error page: ``/schema`` answers a page to whoever asks for HTML first."""
+    path = request.url.path
+    return path.startswith(_API_PATHS) and not (path.startswith("/schema") and _wants_html(request))
 
 
 def _wants_html(request: Request[Any, Any, Any]) -> bool:

@@ -61,9 +61,10 @@ class Routes:
             by_method = self.resources[found[1]]
             for method in methods:
                 by_method[method] = by_method.get(method, frozenset()) | {found[2]}
-
-    def _any_method(self, prefix: str) -> frozenset[str]:
-        return frozenset().union(*self.resources[prefix].values())
+        # A read routes to a resource of any method (a GET of one only posted to is a 405).
+        self._readable = {
+            prefix: frozenset().union(*by.values()) for prefix, by in self.resources.items()
+        }
 
     def routed(self, scope: Any) -> Any:
         """``scope`` with the path its route is found by (the same scope when that is its own
@@ -94,7 +95,7 @@ class Routes:
         tail = ""
         method = scope.get("method")
         names = (
-            self._any_method(prefix)
+            self._readable[prefix]
             if method in ("GET", "HEAD")
             else self.resources[prefix].get(method, ())
         )

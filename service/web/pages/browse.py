@@ -32,9 +32,7 @@ def home_page(
     q: FromQuery[str | None] = None,
     source: FromQuery[str | None] = None,
     hardware: FromQuery[str | None] = None,
-    evidence: Annotated[
-        str | None, QueryParameter(name="evidenceLevel", required=False)
-    ] = None,
+    evidence: Annotated[str | None, QueryParameter(name="evidenceLevel", required=False)] = None,
     comparison_key: Annotated[
         str | None, QueryParameter(name="comparisonKey", required=False)
     ] = None,

@@ -12,7 +12,7 @@ from litestar.params import QueryParameter
 from events.port import LogReader, SignedCheckpoint
 from service.app import log
 from service.core.logs import OpenedLog
-from service.core.witnesses import configured, witness_status
+from service.core.witnesses import witness_states
 from service.errors import UsageError
 from service.web.caching import Read
 from service.web.deps import LedgerDep, ReaderDep
@@ -110,21 +110,10 @@ def log_page(
 
 
 def _witnesses(ledger: OpenedLog) -> list[dict[str, Any]]:
-    """The witnesses this log asks (its ``witnesses.json``), each with what its cosigner last
-    knew of it (``witness-status.json``): the size it cosigned, or why it refused. Empty when
-    none is configured, and then the page is as it was before witnesses."""
-    root = ledger.data.root
+    """The witnesses this log asks, with what its cosigner last knew of each
+    (``witness_states``). Empty when none is configured, and then the page is as it was
+    before witnesses."""
     try:
-        listed = configured(root)
+        return witness_states(ledger.data.root)
     except UsageError:
         return []  # a hand-edited list: `benchproof witnesses list` says what is wrong with it
-    status = witness_status(root)
-    return [
-        {
-            "name": w.verifier.name,
-            "url": w.url,
-            "size": status.get(w.verifier.name, {}).get("cosignedSize"),
-            "refusal": status.get(w.verifier.name, {}).get("refusal"),
-        }
-        for w in listed
-    ]
