@@ -87,6 +87,10 @@ class KeyAlreadyRegistered(ServiceError):
     """The log already holds this key."""
 
 
+MAX_KEY_NAME = 64
+"""The longest name a community key registers itself with (in characters)."""
+
+
 class NameTaken(ServiceError):
     """A valid key already has this name (compared case-insensitively)."""
 
@@ -241,7 +245,13 @@ def _registration(signed: SignedBody) -> tuple[KeyRegistered, str]:
         )
     if not valid_key_name(event.name):
         raise InvalidRegistration(
-            f"invalid key name {event.name!r}: non-empty UTF-8 with no spaces and no '+'"
+            f"invalid key name {event.name!r}: non-empty UTF-8 with no spaces and no '+'",
+            field="name",
+        )
+    if len(event.name) > MAX_KEY_NAME:
+        raise InvalidRegistration(
+            f"the key name is {len(event.name)} characters long: at most {MAX_KEY_NAME}",
+            field="name",
         )
     if event.challenge is None:
         raise InvalidRegistration("the registration must name the challenge it answers")

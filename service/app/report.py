@@ -63,7 +63,9 @@ def file_report(ledger: OpenedLog, ref: str, body: bytes) -> tuple[Filed, bool]:
     except (ValueError, msgspec.DecodeError) as exc:
         raise InvalidReport(f"a report is {{reason, text}}: {exc}", reasons=list(REASONS)) from None
     if len(report.text.encode()) > MAX_TEXT_BYTES:
-        raise InvalidReport(f"text is over {MAX_TEXT_BYTES} bytes of UTF-8")
+        raise InvalidReport(f"text is over {MAX_TEXT_BYTES} bytes of UTF-8", field="text")
+    if not report.text.strip():
+        raise InvalidReport("text is empty: say what is wrong with the run", field="text")
     with ledger.store.snapshot() as conn:
         digest = queries.resolve_run(conn, ref)
     event = ReportFiled(runDigest=digest, category=report.reason, text=report.text)

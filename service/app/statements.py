@@ -6,6 +6,7 @@ and its strict reading, before anything is appended (``service.app.attest``).
 
 from __future__ import annotations
 
+import math
 from importlib import resources
 from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
@@ -107,6 +108,31 @@ def predicate_schema() -> bytes:
     return resources.files("service.app").joinpath("schemas", PREDICATE_SCHEMA).read_bytes()
 
 
+TIME_UNITS = frozenset({"ns", "us", "µs", "ms", "s"})
+"""Units of time: a figure in one of them is a duration, never zero."""
+
+
+def _check_value(value: float, unit: str | None) -> None:
+    """A measured figure has a unit, is finite and not negative, and a duration is not zero.
+
+    Raises:
+        InvalidStatement: naming the field (``predicate.value`` or ``predicate.unit``).
+    """
+    if unit is None:
+        raise InvalidStatement(
+            "predicate: `value` needs its `unit` (e.g. ns)", field="predicate.unit"
+        )
+    if not math.isfinite(value) or value < 0:
+        raise InvalidStatement(
+            f"predicate: `value` must be a finite number, 0 or more, not {value!r}",
+            field="predicate.value",
+        )
+    if value == 0 and unit in TIME_UNITS:
+        raise InvalidStatement(
+            f"predicate: `value` is a duration in {unit}: more than 0", field="predicate.value"
+        )
+
+
 def read_statement(payload: bytes) -> tuple[str, Predicate]:
     """The subject digest (``sha256:<hex>``) and the predicate of an attestation statement."""
     try:
@@ -133,6 +159,8 @@ def read_statement(payload: bytes) -> tuple[str, Predicate]:
         raise InvalidStatement(f"predicate: {exc}") from None
     if isinstance(predicate.note, str) and len(predicate.note.encode()) > MAX_NOTE_BYTES:
         raise InvalidStatement(f"predicate: `note` is over {MAX_NOTE_BYTES} bytes of UTF-8")
+    if isinstance(predicate.value, float):
+        _check_value(predicate.value, predicate.unit if isinstance(predicate.unit, str) else None)
     for url in predicate.evidenceUrls or []:
         parts = urlsplit(url)
         if parts.scheme != "https" or not parts.hostname:

@@ -73,6 +73,12 @@ def challenge(
     tags=["keys"],
     sync_to_thread=True,
     status_code=201,
+    summary="Register a community key",
+    description="The body is a DSSE envelope over the `key.registered.v1` event {keyId,"
+    " publicKey, role: community, name, challenge}, signed by the key it registers. The name:"
+    " 1 to 64 characters of UTF-8, no spaces and no `+`, unused by any valid key"
+    " (case-insensitively); a longer one is a 400 naming the field `name`.",
+    operation_id="V1KeysRegister",
     responses={
         400: problem("Malformed envelope or registration, or a challenge not issued for this key"),
         403: problem("The signature does not verify, or the key ids disagree"),
@@ -93,7 +99,8 @@ def register(
 ) -> keys.Registered:
     """Register a community key: the body is a DSSE envelope (payloadType
     ``application/vnd.benchproof.event+json``) over the encoded ``key.registered.v1`` event
-    {keyId, publicKey, role: community, name, challenge}, signed by that key."""
+    {keyId, publicKey, role: community, name, challenge}, signed by that key. The name: 1 to 64
+    characters of UTF-8, no spaces and no ``+``, unused by any valid key (case-insensitively)."""
     registered = keys.register_key(ledger, body, admit=gate.quota(request).admit)
     reader.invalidate()
     return registered

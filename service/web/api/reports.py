@@ -18,7 +18,7 @@ from service.app import moderation, report
 from service.app.keyadmin import Recorded
 from service.core.logs import OpenedLog
 from service.web.deps import LedgerDep, ReaderDep, ServicesDep
-from service.web.docs import TEXT, documented, json_body, object_of
+from service.web.docs import documented, json_body, object_of
 from service.web.guards import operator_post
 from service.web.limiting import Quota
 from service.web.params import RUN_ERRORS, RunRef, problem
@@ -30,7 +30,15 @@ _ENC = msgspec.json.Encoder()
 
 
 _REPORT = object_of(
-    "reason", "text", reason=Schema(type=OpenAPIType.STRING, enum=list(report.REASONS)), text=TEXT
+    "reason",
+    "text",
+    reason=Schema(type=OpenAPIType.STRING, enum=list(report.REASONS)),
+    text=Schema(
+        type=OpenAPIType.STRING,
+        min_length=1,
+        description="what is wrong with the run: not blank, at most"
+        f" {report.MAX_TEXT_BYTES} bytes of UTF-8",
+    ),
 )
 
 
