@@ -130,9 +130,10 @@ def _hostile_bundle(payload: str, n: int) -> dict[str, Any]:
 
 
 def _key_name(payload: str, n: int) -> str:
-    """``payload`` as a key name (which takes no spaces and no ``+``): ``/`` separates the
-    attributes of an HTML tag as well as a space does."""
-    return payload.replace(" ", "/").replace("+", "") + f"-{n}"
+    """``payload`` as a key name (which takes no spaces and no ``+``, and at most 48 characters
+    show whole on a page, of the 64 a name may have): ``/`` separates the attributes of an HTML
+    tag as well as a space does."""
+    return payload.replace(" ", "/").replace("+", "")[:44] + f"-{n}"
 
 
 def _envelope(payload_type: str, body: bytes, key: SigningKey) -> bytes:
