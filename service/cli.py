@@ -123,6 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _fewer_arenas()
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.data_given = hasattr(args, "data")  # named on the command line (or not)
     if not hasattr(args, "data"):
         args.data = default_data_dir()
     if getattr(args, "store", None):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import os
 import sys
 from urllib.parse import urlencode
 
@@ -28,8 +29,9 @@ from service.commands.base import (
     read_log_key,
     read_witnesses,
 )
-from service.console.client import Client, run_path
-from service.errors import NotFound, UsageError
+from service.console.client import DEFAULT_SERVER, SERVER_ENV, Client, run_path
+from service.core.config import PUBLIC_URL_ENV
+from service.errors import NotFound, NotInitialised, UsageError
 from verifier.receipts import ReceiptInvalid, Statement, verify_receipt
 
 __all__ = ["register"]
@@ -38,15 +40,25 @@ __all__ = ["register"]
 def register(sub: Sub, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("cite", parents=[common], help="how to cite a run (a receipt, BibTeX, …)")
     p.add_argument("run", metavar="RUN", help="short id, sha256:… digest or <source>:<externalId>")
-    p.add_argument("--format", choices=FORMATS, default="receipt", help="default: receipt")
     p.add_argument(
-        "--server", metavar="URL", help="ask this server (default: read the data directory)"
+        "--format",
+        choices=FORMATS,
+        default="text",
+        help="default: text (a reference to paste); receipt: the signed file `verify-citation`"
+        " checks offline",
+    )
+    p.add_argument(
+        "--server",
+        metavar="URL",
+        help="ask this server (default: $BENCHPROOF_SERVER unless --data is given, else read"
+        " the data directory)",
     )
     p.add_argument(
         "--base",
         metavar="URL",
-        default="http://127.0.0.1:8000",
-        help="with --data: the public address the permalink names (default http://127.0.0.1:8000)",
+        default=None,
+        help="with --data: the public address the permalink names (default:"
+        f" ${PUBLIC_URL_ENV}, the address `serve` takes too, else {DEFAULT_SERVER})",
     )
     p.set_defaults(handler=_cite)
 
@@ -74,28 +86,47 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
 
 
 def _cite(args: argparse.Namespace) -> int:
-    if args.server:
+    server = args.server
+    if server is None and not args.data_given:
+        server = os.environ.get(SERVER_ENV) or None  # as `attest` and `keys` do
+    if server:
         try:
             response = httpx.get(
-                args.server.rstrip("/") + run_path(args.run, "citation"),
+                server.rstrip("/") + run_path(args.run, "citation"),
                 params={"format": args.format},
                 timeout=30,
             )
         except httpx.HTTPError as exc:
-            raise UsageError(f"cannot reach {args.server}: {exc}") from None
+            raise UsageError(f"cannot reach {server}: {exc}") from None
         if response.status_code != 200:
-            raise UsageError(
-                f"{args.server} answered {response.status_code}: {response.text[:200]}"
-            )
+            raise UsageError(f"{server} answered {response.status_code}: {_said(response)}")
         sys.stdout.buffer.write(response.content)
         return 0
     from service.core.ledger import open_log
 
-    with open_log(args.data) as ledger:
+    base = args.base or os.environ.get(PUBLIC_URL_ENV) or DEFAULT_SERVER
+    try:
+        opened = open_log(args.data)
+    except NotInitialised:
+        # Citing reads a log: an empty one made here would cite nothing.
+        raise NotFound(
+            f"no log in {args.data}: give the data directory of a log (--data DIR) or a server"
+            f" (--server URL, or ${SERVER_ENV})"
+        ) from None
+    with opened as ledger:
         store = ledger.store
-        body, _ = citation(ledger, store.session, store, args.run, args.format, base=args.base)
+        body, _ = citation(ledger, store.session, store, args.run, args.format, base=base)
     sys.stdout.buffer.write(body)
     return 0
+
+
+def _said(response: httpx.Response) -> str:
+    """What a server's refusal says: a problem's detail, else the start of its body."""
+    try:
+        detail = response.json().get("detail")
+    except (ValueError, AttributeError):
+        detail = None
+    return str(detail) if detail else response.text[:200]
 
 
 def _check(args: argparse.Namespace) -> int:

@@ -20,7 +20,7 @@ import msgspec
 
 from events.bulk import cores
 from service.commands.base import Sub
-from service.core.config import Settings
+from service.core.config import PUBLIC_URL_ENV, Settings
 from service.shared.limits import Limits
 from service.web.auth import TokenStore
 
@@ -65,9 +65,10 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--public-url",
-        default="",
+        default=os.environ.get(PUBLIC_URL_ENV, ""),
         metavar="URL",
-        help="the address permalinks and citations name (default: the one each request came to)",
+        help="the address permalinks and citations name (default: $BENCHPROOF_PUBLIC_URL, else"
+        " the one each request came to)",
     )
     p.add_argument(
         "--workers",

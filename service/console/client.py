@@ -20,9 +20,19 @@ import msgspec
 
 from service.errors import NotFound, UsageError
 
-__all__ = ["DEFAULT_SERVER", "Answer", "Client", "Fetched", "default_server", "run_path"]
+__all__ = [
+    "DEFAULT_SERVER",
+    "SERVER_ENV",
+    "Answer",
+    "Client",
+    "Fetched",
+    "default_server",
+    "run_path",
+]
 
 DEFAULT_SERVER = "http://127.0.0.1:8000"
+SERVER_ENV = "BENCHPROOF_SERVER"
+"""The variable that names the server the commands talk to."""
 _TIMEOUT = 30.0
 _JSON = "application/json"
 _DECODER = msgspec.json.Decoder()
@@ -31,7 +41,7 @@ _DECODER = msgspec.json.Decoder()
 def default_server() -> str:
     """The server commands talk to unless told: ``$BENCHPROOF_SERVER``, else the address
     ``benchproof serve`` binds by default."""
-    return os.environ.get("BENCHPROOF_SERVER", DEFAULT_SERVER)
+    return os.environ.get(SERVER_ENV, DEFAULT_SERVER)
 
 
 def run_path(ref: str, *rest: str) -> str:

@@ -10,13 +10,15 @@ import msgspec
 from service.errors import UsageError
 from service.shared.limits import Limits
 
-__all__ = ["DEFAULT_ORIGIN", "DataDir", "Settings"]
+__all__ = ["DEFAULT_ORIGIN", "PUBLIC_URL_ENV", "DataDir", "Settings"]
 
 DEFAULT_ORIGIN = "benchproof.local/log"
 
 
 STORE_ENV = "BENCHPROOF_STORE"
 """The environment variable that names the store (as ``--store``)."""
+PUBLIC_URL_ENV = "BENCHPROOF_PUBLIC_URL"
+"""The public address permalinks name: ``serve --public-url``'s default, and ``cite --data``'s."""
 
 
 class DataDir:

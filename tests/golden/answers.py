@@ -124,6 +124,7 @@ VARYING_HEADERS = frozenset({"date", "x-request-id", "server-timing", "server"})
 # static files), which a clone or a checkout sets, not the code.
 FILE_HEADERS = frozenset({"last-modified", "etag"})
 
+_CONDITIONAL_RUN = "sha256:b7465fd62c307e4206d49fc48687c772e978633250666c7143101169aa20c0b8"
 CHANGED_ON_PURPOSE = {
     "/schemas/attestation/v1": "issue 30: the predicate's schema says a value is not negative"
     " and needs its unit",
@@ -132,6 +133,12 @@ CHANGED_ON_PURPOSE = {
     "HEAD /": "issue 30: the home page's search form has an evidence control",
     "GET / [if-none-match]": "issue 30: the home page's ETag changed with its form",
     "GET / [if-none-match weak, listed]": "issue 30: the home page's ETag changed with its form",
+    # A run page's ETag and length, which the receipt's file name in its text changes; its
+    # body is compared as it was (``_as_before``), and these only carry the headers.
+    f"HEAD /runs/{_CONDITIONAL_RUN}": "issue 30: the run page names the receipt's file",
+    f"GET /runs/{_CONDITIONAL_RUN} [if-none-match]": "issue 30: the run page's ETag changed",
+    f"GET /runs/{_CONDITIONAL_RUN} [if-none-match weak, listed]": "issue 30: the run page's"
+    " ETag changed",
     "/schema/openapi.json": "issue 26: the OpenAPI document comes from the routes (each run "
     "resource its own path, corrected response types and descriptions)",
 }
@@ -259,12 +266,39 @@ class Recorded:
 _EVIDENCE_FIELD = re.compile(rb'    <div class="field" id="evidence-field">[^\n]*\n')
 
 
+# Issue 30: a receipt downloads under a name that carries its run and day, and the run page
+# says so; compared as they were.
+_RECEIPT_NAME = re.compile(
+    r'attachment; filename="benchproof-receipt-[0-9a-f]{12}-[0-9-]{10}\.txt"'
+)
+_RECEIPT_SENTENCE = re.compile(
+    rb"benchproof verify-citation benchproof-receipt-[0-9a-f]{12}-YYYY-MM-DD\.txt --log-key"
+    rb" log\.vkey</code> \(the file is named after the run and the day you downloaded it\)"
+)
+_RECEIPT_BEFORE = b"benchproof verify-citation citation-receipt.txt --log-key log.vkey</code>"
+
+
 def _as_before(ask: Ask, answer: Answer) -> Answer:
+    if answer.status == 200 and any(_RECEIPT_NAME.fullmatch(v) for _, v in answer.headers):
+        headers = [
+            (k, 'attachment; filename="citation-receipt.txt"' if _RECEIPT_NAME.fullmatch(v) else v)
+            for k, v in answer.headers
+        ]
+        return Answer(answer.status, headers, answer.body)
+    if answer.status == 200 and urlsplit(ask.url).path.startswith("/runs/"):
+        body = _RECEIPT_SENTENCE.sub(_RECEIPT_BEFORE, answer.body, count=1)
+        if body != answer.body:
+            return _rebodied(answer, body)
     if urlsplit(ask.url).path != "/" or answer.status != 200:
         return answer
     body = _EVIDENCE_FIELD.sub(b"", answer.body, count=1)
     if body == answer.body:
         return answer
+    return _rebodied(answer, body)
+
+
+def _rebodied(answer: Answer, body: bytes) -> Answer:
+    """``answer`` with the body it had before, its length and ETag with it."""
     from service.web.caching import etag_of
 
     def header(name: str, value: str) -> str:

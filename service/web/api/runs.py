@@ -4,6 +4,7 @@ route of its own: the reference is one path segment, a ``/`` in it sent as ``%2F
 
 from __future__ import annotations
 
+from datetime import UTC
 from typing import Annotated, Any
 
 import msgspec
@@ -12,6 +13,7 @@ from litestar.concurrency import sync_to_thread
 from litestar.openapi.spec import OpenAPIMediaType, OpenAPIResponse, OpenAPIType, Schema
 from litestar.params import QueryParameter, RawBody
 
+from projections import queries
 from service.app import cite, history, runs
 from service.errors import NotFound
 from service.readmodel.dossier import Dossier
@@ -159,14 +161,21 @@ async def run_citation(
     ref = ref_of(ref)
     base = services.base(request)
 
-    def make() -> tuple[bytes, str]:
+    def make() -> tuple[bytes, str, str]:
         log = services.reader.log  # this worker thread's own read handle
-        return cite.citation(services.ledger, log.session, log, ref, citation_format, base=base)
+        body, media = cite.citation(
+            services.ledger, log.session, log, ref, citation_format, base=base
+        )
+        return body, media, queries.resolve_run(log.session, ref)
 
-    body, media = await sync_to_thread(make)
+    body, media, digest = await sync_to_thread(make)
     headers = {"Cache-Control": "no-store"}  # each citation names the instant it was asked for
     if citation_format == "receipt":
-        headers["Content-Disposition"] = 'attachment; filename="citation-receipt.txt"'
+        # Saved under a name that says which run and when: receipts of two runs, or of one
+        # run on two days, do not overwrite each other in a downloads folder.
+        day = services.ledger.clock().astimezone(UTC).date().isoformat()
+        name = f"benchproof-receipt-{digest[7:19]}-{day}.txt"
+        headers["Content-Disposition"] = f'attachment; filename="{name}"'
     return Response(body, media_type=media, headers=headers)
 
 
