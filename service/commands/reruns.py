@@ -29,7 +29,7 @@ from keys import SigningKey, encode_envelope, load_private_key, sign_envelope
 from service.commands.base import Sub, local_path
 from service.commands.keys import recorded, server_option, signed_event, token_option
 from service.console.client import Client, run_path
-from service.errors import ServiceError, UsageError
+from service.errors import NotFound, ServiceError, UsageError
 from service.harness.contract import CONTRACT
 from service.harness.environment import detect, matches
 from service.harness.run import run_harness
@@ -103,12 +103,20 @@ def _environment(path: Path | None) -> dict[str, str]:
 def _worker(args: argparse.Namespace) -> int:
     key = load_private_key(args.key)  # refuses a file group or others may read
     environment = _environment(args.environment)
-    _say(f"worker {key.key_id[:12]} on {environment.get('model')} ({environment.get('kind')})")
     failures = 0
     with Client(args.server, timeout=60) as client:
+        known = False
         while True:
             try:
+                if not known:
+                    _known_rerunner(client, key, args.server)
+                    known = True
+                    model, kind = environment.get("model"), environment.get("kind")
+                    _say(f"worker {key.key_id[:12]} on {model} ({kind})")
                 items = client.get("/v1/reruns?state=pending").body.get("items", [])
+                _say_held(client, key)
+            except _NotARerunner:
+                raise
             except ServiceError as exc:  # the server is away: --once ends, a worker waits
                 if args.once:
                     raise
@@ -126,6 +134,45 @@ def _worker(args: argparse.Namespace) -> int:
             if args.once:
                 return 0 if failures == 0 else 1
             time.sleep(args.poll)
+
+
+class _NotARerunner(UsageError):
+    """The server does not know the worker's key, or not as a rerunner's (exit 2)."""
+
+
+def _known_rerunner(client: Client, key: SigningKey, server: str) -> None:
+    """The server must know the worker's key, as a rerunner's: else nothing it claims would be
+    taken, and the worker says so once and stops (a server that cannot be reached is asked
+    again, as the polling does).
+
+    Raises:
+        _NotARerunner: the server does not know the key, or it is not a rerunner's.
+    """
+    try:
+        found = client.get(f"/v1/keys/{key.key_id}").body
+    except NotFound:
+        raise _NotARerunner(
+            f"{server} does not know the key {key.key_id[:12]}: register it (benchproof keys"
+            " register --key FILE --name NAME) and have an operator grant it the rerunner role"
+        ) from None
+    role = found.get("role")
+    if role != "rerunner":
+        raise _NotARerunner(
+            f"the key {key.key_id[:12]} is a {role} key, not a rerunner's: an operator grants the"
+            f" role (benchproof keys grant {key.key_id} --role rerunner)"
+        )
+
+
+def _say_held(client: Client, key: SigningKey) -> None:
+    """The requests this worker's key holds a lease on, and until when (a request it claimed
+    is offered to no other worker until then)."""
+    claimed = client.get("/v1/reruns?state=claimed").body.get("items", [])
+    for item in claimed:
+        if item.get("claimer") == key.key_id:
+            _say(
+                f"this key holds {item['requestId'][:19]}… (run {item['runDigest'][:19]}…)"
+                f" until {item.get('leaseUntil')}"
+            )
 
 
 def _handle(

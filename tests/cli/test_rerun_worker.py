@@ -151,7 +151,8 @@ def test_request_worker_verified_then_replicated(demo: Path) -> None:
         refused = run_cli(
             "rerun-worker", "--server", url, "--key", community, "--once", timeout=300
         )
-        assert refused.returncode == 1 and "rerunner" in refused.stderr
+        assert refused.returncode == 2 and "not a rerunner's" in refused.stderr
+        assert refused.stderr.count("\n") == 1, refused.stderr
         assert _size(url) == before
 
         second = _rerunner(demo, url, token, "second-rerunner")
@@ -193,6 +194,31 @@ def test_a_failing_harness_posts_nothing(demo: Path, tmp_path: Path, mode: str, 
         assert worker.returncode == 1 and why in worker.stderr, worker.stderr
         assert _size(url) == before + 1  # its claim, and no result
         assert _run(url)["evidenceLevel"] == level
+        # The next round says which request this key still holds, and until when.
+        again = run_cli(
+            "rerun-worker", "--server", url, "--key", key, "--once",
+            "--harness", _harness(tmp_path, mode), "--time-limit", "3",
+            timeout=120,
+        )  # fmt: skip
+        held = [line for line in again.stderr.splitlines() if "this key holds" in line]
+        assert again.returncode == 0 and len(held) == 1, again.stderr
+        assert " until 20" in held[0]
+
+
+def test_a_key_the_server_does_not_know_as_a_rerunner_stops_the_worker(
+    demo: Path, tmp_path: Path
+) -> None:
+    stranger = tmp_path / "stranger.key"
+    assert run_cli("keygen", stranger, "--name", "stranger").returncode == 0
+    with served(demo) as url:
+        before = _size(url)
+        unknown = run_cli("rerun-worker", "--server", url, "--key", stranger, "--once")
+        assert unknown.returncode == 2 and "does not know the key" in unknown.stderr
+        assert unknown.stderr.count("\n") == 1, unknown.stderr
+        community = _rerunner(demo, url, "", "not-granted", grant=False)
+        ungranted = run_cli("rerun-worker", "--server", url, "--key", community, "--once")
+        assert ungranted.returncode == 2 and "not a rerunner's" in ungranted.stderr
+        assert _size(url) == before + 1  # the registration alone
 
 
 @pytest.mark.parametrize("mode", ["slow", "incorrect"])
