@@ -23,6 +23,7 @@ from projections.queries.keys import (
     KeyringCache,
     attestation_counts,
     keyring,
+    matching_keys,
     signed_by,
     signed_counts,
 )
@@ -93,6 +94,7 @@ __all__ = [
     "leader_history",
     "list_runs",
     "manifest",
+    "matching_keys",
     "rank_of",
     "ranked_members",
     "registered_sources",

@@ -11,11 +11,21 @@ from events.port import Session
 from events.statements import sql
 from projections.queries.state import keys_version
 
-__all__ = ["KeyringCache", "attestation_counts", "keyring", "signed_by", "signed_counts"]
+__all__ = [
+    "KeyringCache",
+    "attestation_counts",
+    "keyring",
+    "matching_keys",
+    "signed_by",
+    "signed_counts",
+]
 
 _KEYS = sql(
     "SELECT key_id, role, name, public_key, valid_from, revoked_at, revoked_reason, rotated_to,"
     " role_since, role_before FROM p_keys"
+)
+_PREFIXED = sql(
+    "SELECT key_id FROM p_keys WHERE key_id >= ? AND key_id < ? ORDER BY key_id LIMIT ?"
 )
 _ATTESTATIONS = sql("SELECT attester, count(*) FROM p_attestations GROUP BY attester")
 _SIGNERS = sql("SELECT key_id, entries FROM p_signers")
@@ -34,6 +44,16 @@ def keyring(conn: Session) -> dict[str, KeyView]:
             key_id, role, name, public, since, until, reason, rotated, role_since, before
         )
     return out
+
+
+def matching_keys(conn: Session, ref: str, *, limit: int = 20) -> list[str]:
+    """The ids of the keys whose id starts with ``ref`` (a short id: its first hex digits, as
+    pages show a key), in id order, at most ``limit``; ``ref`` itself when a key has it. None
+    for a ``ref`` that is no hex digits."""
+    ref = ref.strip().lower()
+    if not ref or not all(c in "0123456789abcdef" for c in ref):
+        return []
+    return [r[0] for r in conn.execute(_PREFIXED, (ref, ref + "g", limit))]
 
 
 _NOTHING = (-1, -1)

@@ -25,6 +25,7 @@ __all__ = [
     "group_history",
     "group_page",
     "leader_history",
+    "named_group",
     "resolve_group",
     "standing",
 ]
@@ -95,6 +96,23 @@ def resolve_group(conn: Session, ref: str, as_of: int | None) -> str:
             candidates=found[:20],
         )
     return found[0]
+
+
+_SHORT_GROUP = re.compile(r"(sha256:)?[0-9a-f]{12,63}\Z")
+
+
+def named_group(conn: Session, ref: str, as_of: int | None) -> str:
+    """The key of the group a page or an API path names: a short key (12 to 63 hex digits,
+    with or without ``sha256:``) is resolved as ``resolve_group`` does; anything else is taken
+    as the key itself (no group may have it, which the reader of the group then says).
+
+    Raises:
+        UnknownGroup: no group has a key that starts with the short key.
+        UsageError: the short key names several groups.
+    """
+    if _SHORT_GROUP.match(ref):
+        return resolve_group(conn, ref, as_of)
+    return ref
 
 
 def standing(conn: Session, key: str, as_of: int | None) -> Standing:

@@ -14,6 +14,7 @@ from events.port import LogReader, Session
 from projections import queries
 from service.app.cursors import one_page, position_after
 from service.app.keyadmin import UnknownKeyId
+from service.errors import UsageError
 
 __all__ = [
     "At",
@@ -22,6 +23,7 @@ __all__ = [
     "SignedEntry",
     "SignedPage",
     "key_page",
+    "resolve_key",
     "show_key",
     "signed_page",
 ]
@@ -80,6 +82,32 @@ def _record(
         revoked=ended if ended is not None and key.rotatedTo is None else None,
         rotated=ended if key.rotatedTo is not None else None,
     )
+
+
+SHORT_KEY = 12
+"""The fewest hex digits of a key id that name the key (as a run's short id names it)."""
+
+
+def resolve_key(conn: Session, ref: str) -> str:
+    """The id of the key ``ref`` names: its full id, or a unique prefix of 12 or more of its hex
+    digits (the short id pages show). Any other ``ref`` is returned as it is: no key has it,
+    which the reader of the key then says.
+
+    Raises:
+        UsageError: the prefix names several keys (the message lists them).
+    """
+    ref = ref.strip().lower()
+    if len(ref) < SHORT_KEY or len(ref) >= 64:
+        return ref
+    found = queries.matching_keys(conn, ref, limit=21)
+    if len(found) > 1:
+        listed = ", ".join(found[:20]) + (", …" if len(found) > 20 else "")
+        raise UsageError(
+            f"{ref!r} names several keys; choose one by a longer id: {listed}",
+            keyId=ref,
+            candidates=found[:20],
+        )
+    return found[0] if found else ref
 
 
 def show_key(conn: Session, log: LogReader, key_id: str) -> KeyRecord:

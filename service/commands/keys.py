@@ -26,6 +26,7 @@ from keys import (
     vkey,
 )
 from keys.notekeys import valid_key_name
+from service.app.keylist import SHORT_KEY
 from service.commands.base import Sub, local_path
 from service.console.client import Answer, Client, default_server
 from service.errors import UsageError
@@ -66,7 +67,9 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
         parents=[common, server_option()],
         help="revoke a key: by itself (--key) or by an operator (--token)",
     )
-    p.add_argument("key_id", metavar="KEYID", help="the key's id (64 hex)")
+    p.add_argument(
+        "key_id", metavar="KEYID", help="the key's id (64 hex) or its short id (12 or more)"
+    )
     who = p.add_mutually_exclusive_group(required=True)
     who.add_argument(
         "--key", type=local_path, metavar="FILE", help="the key's own private key file"
@@ -80,7 +83,9 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
         parents=[common, server_option(), token_option()],
         help="give a community key the rerunner role (operators only)",
     )
-    p.add_argument("key_id", metavar="KEYID", help="the key's id (64 hex)")
+    p.add_argument(
+        "key_id", metavar="KEYID", help="the key's id (64 hex) or its short id (12 or more)"
+    )
     p.add_argument("--role", required=True, choices=("rerunner",), help="the role to give")
     p.set_defaults(handler=_grant)
 
@@ -157,7 +162,9 @@ def _revoke(args: argparse.Namespace) -> int:
     path = f"/v1/keys/{args.key_id}/revocation"
     if args.key is not None:
         key = load_private_key(args.key)  # refuses a file group or others may read
-        if key.key_id != args.key_id:
+        # The full id or a short one (its first 12 or more hex digits), as pages show it.
+        named = args.key_id.strip().lower()
+        if len(named) < SHORT_KEY or not key.key_id.startswith(named):
             raise UsageError(f"{args.key} holds key {key.key_id}, not {args.key_id}")
         event = KeyRevoked(keyId=key.key_id, reason=args.reason)
         with Client(args.server) as client:

@@ -125,6 +125,7 @@ VARYING_HEADERS = frozenset({"date", "x-request-id", "server-timing", "server"})
 FILE_HEADERS = frozenset({"last-modified", "etag"})
 
 _CONDITIONAL_RUN = "sha256:b7465fd62c307e4206d49fc48687c772e978633250666c7143101169aa20c0b8"
+_CONDITIONAL_KEY = "6cb7989d1e0b9a20abfaacb71f2e0a6bdf42b0c4ca0cea97dd92e84637e8f9ed"
 CHANGED_ON_PURPOSE = {
     "/schemas/attestation/v1": "issue 30: the predicate's schema says a value is not negative"
     " and needs its unit",
@@ -138,6 +139,10 @@ CHANGED_ON_PURPOSE = {
     f"HEAD /runs/{_CONDITIONAL_RUN}": "issue 30: the run page names the receipt's file",
     f"GET /runs/{_CONDITIONAL_RUN} [if-none-match]": "issue 30: the run page's ETag changed",
     f"GET /runs/{_CONDITIONAL_RUN} [if-none-match weak, listed]": "issue 30: the run page's"
+    " ETag changed",
+    f"HEAD /keys/{_CONDITIONAL_KEY}": "issue 30: a key's page links the index of keys",
+    f"GET /keys/{_CONDITIONAL_KEY} [if-none-match]": "issue 30: the key page's ETag changed",
+    f"GET /keys/{_CONDITIONAL_KEY} [if-none-match weak, listed]": "issue 30: the key page's"
     " ETag changed",
     "/schema/openapi.json": "issue 26: the OpenAPI document comes from the routes (each run "
     "resource its own path, corrected response types and descriptions)",
@@ -278,7 +283,15 @@ _RECEIPT_SENTENCE = re.compile(
 _RECEIPT_BEFORE = b"benchproof verify-citation citation-receipt.txt --log-key log.vkey</code>"
 
 
+# Issue 30: a key's page links the index of keys (``/keys``); compared as it was.
+_ALL_KEYS = b'  <p class="muted" id="all-keys"><a href="/keys">All signing keys</a></p>\n'
+
+
 def _as_before(ask: Ask, answer: Answer) -> Answer:
+    if answer.status == 200 and urlsplit(ask.url).path.startswith("/keys/"):
+        body = answer.body.replace(_ALL_KEYS, b"", 1)
+        if body != answer.body:
+            return _rebodied(answer, body)
     if answer.status == 200 and any(_RECEIPT_NAME.fullmatch(v) for _, v in answer.headers):
         headers = [
             (k, 'attachment; filename="citation-receipt.txt"' if _RECEIPT_NAME.fullmatch(v) else v)

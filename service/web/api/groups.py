@@ -26,6 +26,7 @@ _ENC = msgspec.json.Encoder()
 async def group_show(reader: ReaderDep, key: FromPath[str], as_of_text: AsOf = None) -> Read:
     """A comparison group (or serving cohort) and its ranked runs, best first."""
     asked_for = asked(reader, as_of_text)
+    key = groups.named_group(reader.conn, key, asked_for.at)
     page = groups.group_page(reader.conn, key, asked_for.at, size=asked_for.size)
     return asked_for.read(_ENC.encode(page))
 
@@ -38,6 +39,7 @@ async def group_show(reader: ReaderDep, key: FromPath[str], as_of_text: AsOf = N
 async def group_history(reader: ReaderDep, key: FromPath[str], as_of_text: AsOf = None) -> Read:
     """The group's leader changes (ranking-v1), oldest first."""
     asked_for = asked(reader, as_of_text)
+    key = groups.named_group(reader.conn, key, asked_for.at)
     return asked_for.read(_ENC.encode(groups.group_history(reader.conn, key, asked_for.at)))
 
 

@@ -128,6 +128,7 @@ async def key_show(reader: ReaderDep, key_id: FromPath[str]) -> Read:
     revoked or rotated at, how many entries it signed and attestations it posted, and where
     to list each."""
     size = reader.size()
+    key_id = keylist.resolve_key(reader.conn, key_id)
     body = _ENC.encode(keylist.show_key(reader.conn, reader.log, key_id))
     return Read(body, etag_of(body), size=size)
 
@@ -147,6 +148,7 @@ async def key_entries(
     """The entries the key signed (every kind: registrations, attestations, withdrawals,
     reruns; for the index key, the index's own events), oldest first, a page at a time."""
     size = reader.size()
+    key_id = keylist.resolve_key(reader.conn, key_id)
     page = keylist.signed_page(reader.conn, reader.log, key_id, after=after, limit=limit)
     body = _ENC.encode(page)
     return Read(body, etag_of(body), size=size)
@@ -181,6 +183,7 @@ def revocation(
     operator (``Authorization: Bearer <token>``): the body is ``{"reason"}`` and the index
     signs."""
     authorization = request.headers.get("authorization")
+    key_id = keylist.resolve_key(reader.conn, key_id)
     if authorization is None:
         recorded = keyadmin.revoke_itself(ledger, key_id, body, admit=gate.quota(request).admit)
     else:
@@ -206,7 +209,7 @@ def grant(
 ) -> keyadmin.Recorded:
     """Give the community key the rerunner role from the next entry on (operators only; the
     index signs ``key.granted.v1``)."""
-    recorded = keyadmin.grant_role(ledger, key_id, body)
+    recorded = keyadmin.grant_role(ledger, keylist.resolve_key(reader.conn, key_id), body)
     reader.invalidate()
     return recorded
 

@@ -27,7 +27,7 @@ from service.web.logs import get_logger
 from service.web.pages.browse import compare_page, home_page
 from service.web.pages.forms import no_form, report_form
 from service.web.pages.groups import group_page
-from service.web.pages.keys import key_page
+from service.web.pages.keys import key_page, keys_page
 from service.web.pages.log import log_page
 from service.web.pages.runs import history_page, run_page
 from service.web.pages.verify import verify_page
@@ -87,6 +87,7 @@ PAGE_HANDLERS = [
             report_form,
             no_form,
             key_page,
+            keys_page,
             group_page,
             compare_page,
             log_page,

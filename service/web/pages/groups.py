@@ -33,6 +33,7 @@ def group_page(
     asked_for = asked(reader, as_of_text)
     at = asked_for.at
     urls = present.Urls(at)
+    key = groups.named_group(reader.conn, key, at)
     board = groups.board(reader.conn, key, at)
     ranked = board.members
     unit = ranked[0][1].primaryUnit if ranked else None

@@ -1,4 +1,5 @@
-"""``/keys/{id}``: a signing key's page: its self-chosen name, role, when the log registered
+"""``/keys``: every key the log registered, a page at a time. ``/keys/{id}`` (its full id or its
+short one): a signing key's page: its self-chosen name, role, when the log registered
 it, whether it was revoked or rotated, and the attestations it signed (in keyset pages), each
 linking to its run. The key is read as the log holds it now; an unknown key is an HTML 404."""
 
@@ -9,15 +10,36 @@ from typing import Any
 from litestar import Request, get
 from litestar.params import FromPath, FromQuery
 
-from service.app import pages
+from service.app import keylist, pages
 from service.web import community, present
 from service.web.caching import Read
 from service.web.deps import ReaderDep
 from service.web.pages.render import page, render
 
-__all__ = ["PAGE_SIZE", "key_page"]
+__all__ = ["PAGE_SIZE", "key_page", "keys_page"]
 
 PAGE_SIZE = 100
+
+
+@get("/keys", include_in_schema=False, sync_to_thread=True)
+def keys_page(
+    request: Request[Any, Any, Any], reader: ReaderDep, after: FromQuery[str | None] = None
+) -> Read:
+    """Every key the log registered, oldest first, ``PAGE_SIZE`` at a time."""
+    size = reader.size()
+
+    def make() -> bytes:
+        found = keylist.key_page(reader.conn, reader.log, after=after, limit=PAGE_SIZE)
+        context = {
+            "keys": found.items,
+            "next": f"/keys?after={found.next}" if found.next else None,
+            "first": "/keys" if after is not None else None,
+            "as_of": None,
+        }
+        return render(request, "keys.html", context)
+
+    body, etag = reader.cached(("keys", after, size), make)
+    return page(body, etag)
 
 
 @get("/keys/{key_id:str}", include_in_schema=False, sync_to_thread=True)
@@ -27,8 +49,10 @@ def key_page(
     key_id: FromPath[str],
     after: FromQuery[str | None] = None,
 ) -> Read:
-    """The key ``key_id`` with the attestations it signed, ``PAGE_SIZE`` at a time."""
+    """The key ``key_id`` (its full id or its short one) with the attestations it signed,
+    ``PAGE_SIZE`` at a time."""
     size = reader.size()
+    key_id = keylist.resolve_key(reader.conn, key_id)
 
     def make() -> bytes:
         sheet = pages.key_sheet(
