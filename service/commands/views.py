@@ -67,7 +67,20 @@ def register(sub: Sub, common: argparse.ArgumentParser) -> None:
         metavar="RUN",
         help="short id, sha256:… digest, kernelindex:<uuid> or <source>:<externalId>",
     )
+    p.add_argument("--server", metavar="URL", help=_SERVER_HELP)
     p.set_defaults(handler=_run_history)
+
+    for what, said in _LISTINGS.items():
+        p = runsub.add_parser(what, parents=[common, as_of, as_json], help=said)
+        p.add_argument(
+            "run",
+            metavar="RUN",
+            help="short id, sha256:… digest, kernelindex:<uuid> or <source>:<externalId>",
+        )
+        p.add_argument(
+            "--server", metavar="URL", help="ask this server instead of reading the data directory"
+        )
+        p.set_defaults(handler=_listing, listing=what)
 
     groups = sub.add_parser("groups", parents=[common], help="comparison groups and leader history")
     groupsub = groups.add_subparsers(
@@ -216,22 +229,111 @@ def _rank_text(d: Dossier) -> str:
 
 
 def _run_history(args: argparse.Namespace) -> int:
+    if args.server:
+        from service.console.client import run_path
+
+        body = _remote(args, run_path(args.run, "history"))
+        if body is not None:
+            _print_run_history(_decoded(body, history.RunHistory, args.server))
+        return 0
+
     def run(ledger: OpenedLog, at: int | None) -> int:
         store = ledger.store
         found = history.run_history(store.session, store, args.run, at, size=store.size)
         if args.json:
             _write_pretty(found)
-            return 0
-        print(f"History of run {short_id(found.runDigest)} as of tree size {found.asOf}")
-        for e in found.entries:
-            signer = e.signer.name or e.signer.keyId[:12] or "-"
-            print(
-                f"{e.position:>8}  {e.recordedAt}  {e.type:<24} {signer:<20} {e.event}"
-                + (f"  [{e.evidenceLevel}]" if e.evidenceLevel else "")
-            )
+        else:
+            _print_run_history(found)
         return 0
 
     return _ledger(args, run)
+
+
+_LISTINGS = {
+    "attestations": "a run's attestations (withdrawn ones marked; hidden ones counted)",
+    "reports": "the reports filed on a run, with their resolution",
+    "reruns": "a run's index-controlled reruns and what each measured",
+}
+
+
+def _listing(args: argparse.Namespace) -> int:
+    """``runs attestations|reports|reruns RUN``: one list of the run's dossier, one line each
+    (``--json``: the list as JSON), from the data directory or ``--server``."""
+    if args.server:
+        from service.console.client import Client, run_path
+
+        path = run_path(args.run)
+        if args.as_of:
+            from urllib.parse import quote
+
+            path += "?asOf=" + quote(args.as_of, safe=":")
+        with Client(args.server) as client:
+            body = client.fetch(path).content
+        _print_listing(args, _decoded(body, Dossier, args.server))
+        return 0
+
+    def run(ledger: OpenedLog, at: int | None) -> int:
+        store = ledger.store
+        _print_listing(args, runs.show_run(store.session, store, args.run, at, size=store.size))
+        return 0
+
+    return _ledger(args, run)
+
+
+def _print_listing(args: argparse.Namespace, d: Dossier) -> None:
+    items: list[Any] = list(getattr(d, args.listing))
+    if args.json:
+        _write_pretty(items)
+        return
+    lines = {
+        "attestations": _attestation_line,
+        "reports": _report_line,
+        "reruns": _rerun_line,
+    }[args.listing]
+    print(f"{args.listing.capitalize()} of run {d.shortId} as of tree size {d.asOf}: {len(items)}")
+    for item in items:
+        print("  " + lines(item))
+    if args.listing == "attestations" and d.hiddenByModeration:
+        print(f"  ({d.hiddenByModeration} hidden by the index's moderation, kept in the log)")
+
+
+def _attestation_line(a: Any) -> str:
+    kind = str(a.predicate.get("kind", "?"))
+    value = a.predicate.get("value")
+    said = f" {measured(value, a.predicate.get('unit'))}" if value is not None else ""
+    state = " (withdrawn" + (f": {a.withdrawalReason})" if a.withdrawalReason else ")")
+    return (
+        f"{a.id[:19]}…  entry {a.position:<8} {a.recordedAt}  {kind}{said}  by {a.attester[:12]}"
+        + (state if a.withdrawn else "")
+    )
+
+
+def _report_line(r: Any) -> str:
+    state = f"resolved: {r.resolution}" if r.resolution else "open"
+    text = r.text if len(r.text) <= 60 else r.text[:59] + "…"
+    return f"{r.id[:19]}…  entry {r.position:<8} {r.recordedAt}  {r.category}  [{state}]  {text}"
+
+
+def _rerun_line(r: dict[str, Any]) -> str:
+    value = measured(r.get("value"), r.get("unit")) if r.get("value") is not None else "-"
+    verdict = "within tolerance" if r.get("withinTolerance") else "out of tolerance"
+    if not r.get("correctnessPassed"):
+        verdict = "incorrect"
+    who = r.get("identity") or str(r.get("rerunner", ""))[:12]
+    return (
+        f"entry {r.get('position')!s:<8} {r.get('recordedAt')}  {value}  {verdict}"
+        f" (policy {r.get('policyVersion')})  by {who}"
+    )
+
+
+def _print_run_history(found: history.RunHistory) -> None:
+    print(f"History of run {short_id(found.runDigest)} as of tree size {found.asOf}")
+    for e in found.entries:
+        signer = e.signer.name or e.signer.keyId[:12] or "-"
+        print(
+            f"{e.position:>8}  {e.recordedAt}  {e.type:<24} {signer:<20} {e.event}"
+            + (f"  [{e.evidenceLevel}]" if e.evidenceLevel else "")
+        )
 
 
 def _list(args: argparse.Namespace) -> int:

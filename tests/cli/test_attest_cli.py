@@ -176,6 +176,24 @@ def test_register_attest_twice_and_report(bp: Runner, server: Server, tmp_path: 
     assert report.returncode == 0, report.stderr
     assert json.loads(report.stdout)["index"] == size
     assert server.run(SEED)["underReview"] is True
+    # The run's lists, from the server and from the data directory alike (issue 30).
+    url = ("--server", server.url)
+    listed = bp("runs", "attestations", SEED_ALIAS, *url)
+    assert listed.returncode == 0, listed.stderr
+    assert posted["id"][:19] in listed.stdout and "reproduced 812 ns" in listed.stdout
+    assert listed.stdout == bp("runs", "attestations", SEED_ALIAS, "--data", server.data).stdout
+    as_json = json.loads(bp("runs", "attestations", SEED, "--json", *url).stdout)
+    assert [a["id"] for a in as_json] == [posted["id"]]
+    reports = bp("runs", "reports", SEED[7:19], *url)
+    assert "incorrect-result" in reports.stdout and "[open]" in reports.stdout
+    assert "the median is the mean" in reports.stdout
+    reruns = bp("runs", "reruns", SEED, *url)
+    assert reruns.returncode == 0 and reruns.stdout.splitlines()[0].endswith(": 0")
+    earlier = bp("runs", "attestations", SEED, "--as-of", str(before), *url)
+    assert earlier.stdout.splitlines()[0].endswith(": 0"), earlier.stdout
+    history = bp("runs", "history", SEED, *url)
+    assert history.returncode == 0 and history.stdout.startswith("History of run 5195388fd7c6")
+    assert history.stdout == bp("runs", "history", SEED, "--data", server.data).stdout
     # Every signature in the log, the attester's own included, verifies.
     assert bp("verify", "--data", server.data).returncode == 0
 
