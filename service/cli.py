@@ -12,6 +12,8 @@ import argparse
 import ctypes
 import os
 import sys
+import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -132,6 +134,24 @@ def _fewer_arenas() -> None:
         return
     mallopt(_M_ARENA_MAX, 2)
     mallopt(_M_MMAP_THRESHOLD, _MMAP_FROM)
+    trim = getattr(libc, "malloc_trim", None)
+    if trim is not None:
+        threading.Thread(target=_trimming, args=(trim,), name="malloc-trim", daemon=True).start()
+
+
+TRIM_EVERY = 1.0
+"""Seconds between two returns of freed heap pages to the system."""
+
+
+def _trimming(trim: Callable[[int], int]) -> None:
+    """Give the pages of the heap that are free back to the system, once a second, for as long
+    as the command runs. What a command frees between the objects it keeps (the leaves of a
+    piece, a page of rows, the buffers of a fetch) otherwise stays resident: an audit's memory
+    at a million entries went from 395 to 573 MB from one run to the next, with the Python
+    objects it holds the same (``malloc_trim`` releases the free pages of every arena)."""
+    while True:
+        time.sleep(TRIM_EVERY)
+        trim(0)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
