@@ -243,8 +243,26 @@ def parse(data: bytes) -> tuple[list[str], Receipt]:
     except UnicodeDecodeError:
         raise ReceiptInvalid("format", "the file is not UTF-8") from None
     lines = text.split("\n")
-    if len(lines) < 13 or lines[0] != HEADER or lines[-1] != "":
+    if lines[0].rstrip("\r") != HEADER:
         raise ReceiptInvalid("format", f"not a receipt: it must start with {HEADER!r}")
+    if "\r" in text:
+        raise ReceiptInvalid(
+            "format",
+            "its lines end in CR LF (an editor or a transfer converted them): a receipt's lines"
+            " end in LF alone, as it was issued; convert them back (dos2unix) and check again",
+        )
+    if lines[-1] != "":
+        raise ReceiptInvalid(
+            "format", "it does not end in a newline: its last line was cut or changed"
+        )
+    if len(lines) >= 2 and lines[-2] == "":
+        raise ReceiptInvalid(
+            "format", "it ends in more than one newline: something was added after its last line"
+        )
+    if len(lines) < 13:
+        raise ReceiptInvalid(
+            "format", f"it has {len(lines) - 1} lines, fewer than any receipt: it was cut short"
+        )
     parts = lines[8:-1]
     return lines[:8], Receipt(
         statement=_field(parts[0], "statement"),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ from service.commands.keys import (
     write_answer,
 )
 from service.console.client import Client, run_path
-from service.errors import UsageError
+from service.errors import NotFound, UsageError
 
 __all__ = ["register", "statement"]
 
@@ -201,14 +202,33 @@ def _report(args: argparse.Namespace) -> int:
     return recorded(answer, f"report {answer.body.get('id')} filed")
 
 
+_ATTESTATION_ID = re.compile(r"sha256:[0-9a-f]{64}\Z")
+
+
 def _withdraw(args: argparse.Namespace) -> int:
     key = load_private_key(args.key)  # refuses a file group or others may read
-    event = AttestationWithdrawn(attestationId=args.attestation, reason=args.reason)
-    with Client(args.server) as client:
-        answer = client.post(
-            f"/v1/attestations/{args.attestation}/withdrawal", content=signed_event(event, key)
+    ref = args.attestation.strip()
+    if not _ATTESTATION_ID.match(ref):
+        raise UsageError(
+            f"{ref!r} is not an attestation id: one is sha256: and 64 hex digits, as `runs"
+            " attestations RUN` and the run's page list them"
         )
-    return recorded(answer, f"withdrew attestation {args.attestation}")
+    with Client(args.server) as client:
+        # What is withdrawn is checked before anything is signed: the attestation is there,
+        # and this key posted it.
+        try:
+            found = client.get(f"/v1/attestations/{ref}").body
+        except NotFound:
+            raise NotFound(f"{args.server} holds no attestation {ref}") from None
+        attester = str(found.get("attestation", {}).get("attester", ""))
+        if attester != key.key_id:
+            raise UsageError(
+                f"attestation {ref[:19]}… was posted by the key {attester[:12]}, not by"
+                f" {key.key_id[:12]} ({args.key}): only the key that posted it withdraws it"
+            )
+        event = AttestationWithdrawn(attestationId=ref, reason=args.reason)
+        answer = client.post(f"/v1/attestations/{ref}/withdrawal", content=signed_event(event, key))
+    return recorded(answer, f"withdrew attestation {ref}")
 
 
 def _hide(args: argparse.Namespace) -> int:

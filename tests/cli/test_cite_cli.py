@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -134,3 +135,25 @@ def test_cite_of_a_missing_directory_makes_nothing(tmp_path: Path) -> None:
     assert done.returncode == 3, done.stderr
     assert done.stderr.count("\n") == 1 and "init" not in done.stderr
     assert "--server" in done.stderr and not missing.exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (lambda t: t.replace("\n", "\r\n"), "CR LF"),
+        (lambda t: t.rstrip("\n"), "does not end in a newline"),
+        (lambda t: t + "\n", "more than one newline"),
+        (lambda t: "\n".join(t.split("\n")[:9]) + "\n", "cut short"),
+    ],
+)
+def test_a_receipt_whose_line_ends_changed_says_so(
+    data: tuple[Path, str], tmp_path: Path, change: Any, said: str
+) -> None:
+    root, digest = data
+    issued = run_cli("cite", digest, "--format", "receipt", "--data", root).stdout
+    receipt, vkey = tmp_path / "receipt.txt", tmp_path / "log.vkey"
+    receipt.write_bytes(change(issued).encode())
+    vkey.write_text(run_cli("log", "key", "--data", root).stdout)
+    done = run_cli("verify-citation", receipt, "--log-key", vkey)
+    assert done.returncode == 1 and said in done.stderr, done.stderr
+    assert "must start with" not in done.stderr

@@ -59,8 +59,18 @@ def test_withdraw_hide_and_resolve(bp: Runner, server: Server, tmp_path: Path) -
     url = ("--server", server.url)
 
     before = server.size()
+    # The id and its attester are checked before anything is signed or posted.
     refused = bp("withdraw", withdrawn, "--key", other, *url)
-    assert "Only the attester" in _one_line_error(refused) and server.size() == before
+    said = _one_line_error(refused)
+    assert "only the key that posted it withdraws it" in said and server.size() == before
+    assert refused.returncode == 2
+    for wrong in ("nope", withdrawn[7:19], withdrawn.upper()):
+        malformed = bp("withdraw", wrong, "--key", key, *url)
+        said = _one_line_error(malformed)
+        assert malformed.returncode == 2 and "is not an attestation id" in said
+        assert "regex" not in said and "\\Z" not in said and server.size() == before
+    unknown = bp("withdraw", "sha256:" + "0" * 64, "--key", key, *url)
+    assert "holds no attestation" in _one_line_error(unknown, 3)
     _ok(bp("withdraw", withdrawn, "--reason", "wrong clocks", "--key", key, *url))
     refused = bp("hide", hidden, "--reason", "spam", "--token", "bp_wrong", *url)
     assert "HTTP 401" in _one_line_error(refused) and server.size() == before + 1
