@@ -158,24 +158,45 @@ def _register(args: argparse.Namespace) -> int:
     return recorded(answer, f"registered key {key.key_id} as {name!r}")
 
 
+def _full_id(client: Client, named: str) -> tuple[str, str]:
+    """The full id and name of the key ``named`` (its id, or its short id: the first 12 or more
+    hex digits, as pages show it), as the server knows it. A write names the full id: the
+    server never resolves a short one for a grant or a revocation, and the command says which
+    key it changed, whole.
+
+    Raises:
+        UsageError: ``named`` is no id or short id. NotFound: the server knows no such key.
+    """
+    named = named.strip().lower()
+    if len(named) < SHORT_KEY or len(named) > 64 or not all(c in "0123456789abcdef" for c in named):
+        raise UsageError(
+            f"{named!r} is not a key id: 64 hex digits, or its first 12 or more (its short id)"
+        )
+    found = client.get(f"/v1/keys/{named}").body
+    name = "".join(c if c.isprintable() else "?" for c in str(found.get("name", "")))
+    return str(found.get("keyId", named)), name[:64]
+
+
 def _revoke(args: argparse.Namespace) -> int:
-    path = f"/v1/keys/{args.key_id}/revocation"
     if args.key is not None:
         key = load_private_key(args.key)  # refuses a file group or others may read
-        # The full id or a short one (its first 12 or more hex digits), as pages show it.
         named = args.key_id.strip().lower()
         if len(named) < SHORT_KEY or not key.key_id.startswith(named):
             raise UsageError(f"{args.key} holds key {key.key_id}, not {args.key_id}")
         event = KeyRevoked(keyId=key.key_id, reason=args.reason)
         with Client(args.server) as client:
-            answer = client.post(path, content=signed_event(event, key))
-    else:
-        with Client(args.server, token=args.token) as client:
-            answer = client.post(path, {"reason": args.reason})
-    return recorded(answer, f"revoked key {args.key_id}")
+            answer = client.post(
+                f"/v1/keys/{key.key_id}/revocation", content=signed_event(event, key)
+            )
+        return recorded(answer, f"revoked key {key.key_id}")
+    with Client(args.server, token=args.token) as client:
+        key_id, name = _full_id(client, args.key_id)
+        answer = client.post(f"/v1/keys/{key_id}/revocation", {"reason": args.reason})
+    return recorded(answer, f"revoked key {key_id} ({name})")
 
 
 def _grant(args: argparse.Namespace) -> int:
     with Client(args.server, token=args.token) as client:
-        answer = client.post(f"/v1/keys/{args.key_id}/grants", {"role": args.role})
-    return recorded(answer, f"granted {args.role} to key {args.key_id}")
+        key_id, name = _full_id(client, args.key_id)
+        answer = client.post(f"/v1/keys/{key_id}/grants", {"role": args.role})
+    return recorded(answer, f"granted {args.role} to key {key_id} ({name})")

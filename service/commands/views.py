@@ -292,7 +292,9 @@ def _print_listing(args: argparse.Namespace, d: Dossier) -> None:
     }[args.listing]
     print(f"{args.listing.capitalize()} of run {d.shortId} as of tree size {d.asOf}: {len(items)}")
     for item in items:
-        print("  " + lines(item))
+        # Texts anyone may post (a report's, a name, a reason): no control character reaches
+        # the terminal (an escape sequence could rewrite what it shows).
+        print("  " + "".join(c if c.isprintable() else "?" for c in lines(item)))
     if args.listing == "attestations" and d.hiddenByModeration:
         print(f"  ({d.hiddenByModeration} hidden by the index's moderation, kept in the log)")
 

@@ -183,7 +183,6 @@ def revocation(
     operator (``Authorization: Bearer <token>``): the body is ``{"reason"}`` and the index
     signs."""
     authorization = request.headers.get("authorization")
-    key_id = keylist.resolve_key(reader.conn, key_id)
     if authorization is None:
         recorded = keyadmin.revoke_itself(ledger, key_id, body, admit=gate.quota(request).admit)
     else:
@@ -209,7 +208,7 @@ def grant(
 ) -> keyadmin.Recorded:
     """Give the community key the rerunner role from the next entry on (operators only; the
     index signs ``key.granted.v1``)."""
-    recorded = keyadmin.grant_role(ledger, keylist.resolve_key(reader.conn, key_id), body)
+    recorded = keyadmin.grant_role(ledger, key_id, body)
     reader.invalidate()
     return recorded
 
