@@ -118,3 +118,10 @@ def local_path(text: str) -> Path:
     if "\x00" in text:
         raise argparse.ArgumentTypeError(f"{text!r} holds a NUL character: no file has that name")
     return Path(text)
+
+
+def plain(text: str, limit: int = 300) -> str:
+    """``text`` without control characters, at most ``limit`` of them: words from a server or
+    from anyone who posts (a report, a key's name) printed to a terminal, where an escape
+    sequence could rewrite what it shows."""
+    return "".join(c if c.isprintable() else "?" for c in text)[:limit]

@@ -25,6 +25,7 @@ from service.commands.base import (
     add_log_key,
     add_witness_options,
     local_path,
+    plain,
     read_file,
     read_log_key,
     read_witnesses,
@@ -192,20 +193,15 @@ def _online(server: str, data: bytes, statement: Statement, log_key: NoteVerifie
         raise ReceiptInvalid("consistency", f"the server's answer does not verify: {exc}") from None
     since = answer.since
     said = [
-        f"level now {_plain(since.evidenceLevelNow)}",
+        f"level now {plain(since.evidenceLevelNow)}",
         f"{since.attestationsAdded} attestation(s) and {since.reportsAdded} report(s) added",
     ]
     if since.supersededBy:
-        said.append(f"superseded by {_plain(since.supersededBy)}")
+        said.append(f"superseded by {plain(since.supersededBy)}")
     if since.retracted:
-        said.append(f"retracted: {_plain(since.retracted)}")
+        said.append(f"retracted: {plain(since.retracted)}")
     return (
         f"Online (checked): the log at {now.size} entries, signed by its key, is consistent "
         f"with the cited checkpoint of {statement.treeSize}; evidence level at access "
         f"{statement.evidenceLevel}. The log reports (not proven here): {'; '.join(said)}.\n"
     )
-
-
-def _plain(text: str) -> str:
-    """``text`` without control characters: a server's words printed to a terminal."""
-    return "".join(c if c.isprintable() else "?" for c in text)[:300]

@@ -27,7 +27,7 @@ from keys import (
 )
 from keys.notekeys import valid_key_name
 from service.app.keylist import SHORT_KEY
-from service.commands.base import Sub, local_path
+from service.commands.base import Sub, local_path, plain
 from service.console.client import Answer, Client, default_server
 from service.errors import UsageError
 
@@ -173,8 +173,7 @@ def _full_id(client: Client, named: str) -> tuple[str, str]:
             f"{named!r} is not a key id: 64 hex digits, or its first 12 or more (its short id)"
         )
     found = client.get(f"/v1/keys/{named}").body
-    name = "".join(c if c.isprintable() else "?" for c in str(found.get("name", "")))
-    return str(found.get("keyId", named)), name[:64]
+    return str(found.get("keyId", named)), plain(str(found.get("name", "")), 64)
 
 
 def _revoke(args: argparse.Namespace) -> int:

@@ -11,7 +11,7 @@ import msgspec
 
 from service.app import groups, history, runs
 from service.app.replay import replay
-from service.commands.base import Sub
+from service.commands.base import Sub, plain
 from service.core.ledger import open_log
 from service.core.logs import OpenedLog
 from service.readmodel.asof import resolve_as_of
@@ -125,18 +125,23 @@ def _write_pretty(obj: Any) -> None:
 def _remote(args: argparse.Namespace, path: str) -> bytes | None:
     """The server's answer to ``GET path`` (as of ``--as-of``): printed as a saved signed answer
     with ``--json`` (None returned), else its body, for the caller to print as text."""
-    from urllib.parse import quote
 
     from service.app.answers import fetch_signed
     from service.console.client import Client
 
-    if args.as_of:
-        path += "?asOf=" + quote(args.as_of, safe=":")
+    path = _as_of(args, path)
     if not args.json:
         with Client(args.server) as client:
             return client.fetch(path).content
     _write_pretty(fetch_signed(args.server, path))
     return None
+
+
+def _as_of(args: argparse.Namespace, path: str) -> str:
+    """``path`` asked as of ``--as-of`` (when given)."""
+    from urllib.parse import quote
+
+    return path + "?asOf=" + quote(args.as_of, safe=":") if args.as_of else path
 
 
 def _decoded(body: bytes, shape: type[T], server: str) -> T:
@@ -262,13 +267,8 @@ def _listing(args: argparse.Namespace) -> int:
     if args.server:
         from service.console.client import Client, run_path
 
-        path = run_path(args.run)
-        if args.as_of:
-            from urllib.parse import quote
-
-            path += "?asOf=" + quote(args.as_of, safe=":")
         with Client(args.server) as client:
-            body = client.fetch(path).content
+            body = client.fetch(_as_of(args, run_path(args.run))).content
         _print_listing(args, _decoded(body, Dossier, args.server))
         return 0
 
@@ -292,9 +292,7 @@ def _print_listing(args: argparse.Namespace, d: Dossier) -> None:
     }[args.listing]
     print(f"{args.listing.capitalize()} of run {d.shortId} as of tree size {d.asOf}: {len(items)}")
     for item in items:
-        # Texts anyone may post (a report's, a name, a reason): no control character reaches
-        # the terminal (an escape sequence could rewrite what it shows).
-        print("  " + "".join(c if c.isprintable() else "?" for c in lines(item)))
+        print("  " + plain(lines(item), 1000))  # texts anyone may post
     if args.listing == "attestations" and d.hiddenByModeration:
         print(f"  ({d.hiddenByModeration} hidden by the index's moderation, kept in the log)")
 

@@ -166,16 +166,21 @@ async def run_citation(
         body, media = cite.citation(
             services.ledger, log.session, log, ref, citation_format, base=base
         )
-        return body, media, queries.resolve_run(log.session, ref)
-
-    body, media, digest = await sync_to_thread(make)
-    headers = {"Cache-Control": "no-store"}  # each citation names the instant it was asked for
-    if citation_format == "receipt":
+        if citation_format != "receipt":
+            return body, media, ""
         # Saved under a name that says which run and when: receipts of two runs, or of one
         # run on two days, do not overwrite each other in a downloads folder.
         day = services.ledger.clock().astimezone(UTC).date().isoformat()
-        name = f"benchproof-receipt-{digest[7:19]}-{day}.txt"
-        headers["Content-Disposition"] = f'attachment; filename="{name}"'
+        return (
+            body,
+            media,
+            f"benchproof-receipt-{queries.resolve_run(log.session, ref)[7:19]}-{day}.txt",
+        )
+
+    body, media, saved_as = await sync_to_thread(make)
+    headers = {"Cache-Control": "no-store"}  # each citation names the instant it was asked for
+    if saved_as:
+        headers["Content-Disposition"] = f'attachment; filename="{saved_as}"'
     return Response(body, media_type=media, headers=headers)
 
 
